@@ -1,0 +1,153 @@
+/*
+ * Loom: collective communication for host (and, later, CUDA) memory.
+ *
+ * The API mirrors NCCL's so that its users feel at home: the same argument
+ * order, the same in-place conventions and the same result-code categories.
+ *
+ * Thread safety: a communicator may be used by one thread at a time for
+ * enqueueing collectives (as in NCCL). Streams may be shared between threads.
+ * Every call returns a loomResult_t; on failure loomGetLastError(comm) (or
+ * loomGetLastError(NULL) for calls without a communicator) returns a message
+ * naming the argument and the rank.
+ */
+#ifndef LOOM_LOOM_H_
+#define LOOM_LOOM_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define LOOM_MAJOR 0
+#define LOOM_MINOR 1
+#define LOOM_PATCH 0
+#define LOOM_VERSION_CODE (LOOM_MAJOR * 10000 + LOOM_MINOR * 100 + LOOM_PATCH)
+
+/* Result codes: the same categories and values as ncclResult_t. */
+typedef enum {
+  loomSuccess = 0,
+  loomUnhandledCudaError = 1,
+  loomSystemError = 2,     /* a system call or library failed (errno is in the message) */
+  loomInternalError = 3,   /* a bug in Loom */
+  loomInvalidArgument = 4, /* a bad argument; the communicator stays usable */
+  loomInvalidUsage = 5,    /* a call made in the wrong state (e.g. group misuse) */
+  loomRemoteError = 6,     /* a peer failed or disagreed */
+  loomInProgress = 7,      /* asynchronous work has not finished yet */
+  loomTimeout = 8,         /* a wait passed LOOM_TIMEOUT */
+  loomNumResults = 9
+} loomResult_t;
+
+typedef enum {
+  loomInt8 = 0, loomChar = 0,
+  loomUint8 = 1,
+  loomInt32 = 2, loomInt = 2,
+  loomUint32 = 3,
+  loomInt64 = 4,
+  loomUint64 = 5,
+  loomFloat16 = 6, loomHalf = 6,
+  loomFloat32 = 7, loomFloat = 7,
+  loomFloat64 = 8, loomDouble = 8,
+  loomBfloat16 = 9,
+  loomNumTypes = 10
+} loomDataType_t;
+
+typedef enum {
+  loomSum = 0,
+  loomProd = 1,
+  loomMax = 2,
+  loomMin = 3,
+  loomAvg = 4, /* sum, then divided by the number of ranks (integers: truncated) */
+  loomNumOps = 5
+} loomRedOp_t;
+
+#define LOOM_UNIQUE_ID_BYTES 128
+/* Opaque bootstrap handle: the root's address and port and a 128-bit job
+ * secret. Created once (loomGetUniqueId) and passed to every rank out of band. */
+typedef struct {
+  char internal[LOOM_UNIQUE_ID_BYTES];
+} loomUniqueId;
+
+typedef struct loomComm* loomComm_t;
+
+/* An ordered queue of asynchronous operations. Operations enqueued on a
+ * stream run in order, driven by their communicator's progress engine.
+ * A NULL stream makes a collective blocking: it returns when done. */
+typedef struct loomStream* loomStream_t;
+
+loomResult_t loomGetVersion(int* version);
+const char* loomGetErrorString(loomResult_t result);
+/* The message of the last error on `comm` (or of this thread, if comm is NULL). */
+const char* loomGetLastError(loomComm_t comm);
+
+/* Creates a unique id and starts the bootstrap root in this process. */
+loomResult_t loomGetUniqueId(loomUniqueId* uniqueId);
+/* Builds the unique id from the environment that loomrun or torchrun sets
+ * (MASTER_ADDR, MASTER_PORT, LOOM_JOB_SECRET); when RANK is 0 it also starts
+ * the bootstrap root on MASTER_ADDR:MASTER_PORT. rank and nranks (either may
+ * be NULL) receive RANK and WORLD_SIZE. */
+loomResult_t loomGetUniqueIdFromEnv(loomUniqueId* uniqueId, int* rank, int* nranks);
+
+loomResult_t loomCommInitRank(loomComm_t* comm, int nranks, loomUniqueId commId, int rank);
+/* Creates ndev communicators of one clique, all in this process (one per
+ * thread that will drive them, or driven together from one thread inside a
+ * group). devlist is accepted for NCCL compatibility and ignored for host
+ * memory; it may be NULL. */
+loomResult_t loomCommInitAll(loomComm_t* comms, int ndev, const int* devlist);
+/* Waits for outstanding work, then frees the communicator. */
+loomResult_t loomCommDestroy(loomComm_t comm);
+/* Stops outstanding work at once (waits return loomRemoteError/aborted) and
+ * frees the communicator without blocking on peers. */
+loomResult_t loomCommAbort(loomComm_t comm);
+/* The first error of asynchronous work on comm, or loomInProgress/loomSuccess. */
+loomResult_t loomCommGetAsyncError(loomComm_t comm, loomResult_t* asyncError);
+loomResult_t loomCommCount(const loomComm_t comm, int* count);
+loomResult_t loomCommUserRank(const loomComm_t comm, int* rank);
+
+loomResult_t loomStreamCreate(loomStream_t* stream);
+/* Waits until everything enqueued on the stream has finished; returns the
+ * first error of that work. */
+loomResult_t loomStreamSynchronize(loomStream_t stream);
+/* loomSuccess when everything enqueued has finished, loomInProgress if not. */
+loomResult_t loomStreamQuery(loomStream_t stream);
+/* Synchronizes, then frees the stream. */
+loomResult_t loomStreamDestroy(loomStream_t stream);
+
+/* Collectives: NCCL's argument order and in-place conventions.
+ *  AllReduce:     in place when sendbuff == recvbuff.
+ *  Broadcast:     sendbuff is read on the root only; in place when equal.
+ *  Reduce:        recvbuff is written on the root only.
+ *  ReduceScatter: recvcount elements per rank; sendbuff holds nranks*recvcount;
+ *                 in place when recvbuff == sendbuff + rank*recvcount.
+ *  AllGather:     sendcount elements per rank; recvbuff holds nranks*sendcount;
+ *                 in place when sendbuff == recvbuff + rank*sendcount. */
+loomResult_t loomAllReduce(const void* sendbuff, void* recvbuff, size_t count,
+                           loomDataType_t datatype, loomRedOp_t op, loomComm_t comm,
+                           loomStream_t stream);
+loomResult_t loomBroadcast(const void* sendbuff, void* recvbuff, size_t count,
+                           loomDataType_t datatype, int root, loomComm_t comm,
+                           loomStream_t stream);
+/* In-place broadcast, as ncclBcast. */
+loomResult_t loomBcast(void* buff, size_t count, loomDataType_t datatype, int root,
+                       loomComm_t comm, loomStream_t stream);
+loomResult_t loomReduce(const void* sendbuff, void* recvbuff, size_t count,
+                        loomDataType_t datatype, loomRedOp_t op, int root, loomComm_t comm,
+                        loomStream_t stream);
+loomResult_t loomReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
+                               loomDataType_t datatype, loomRedOp_t op, loomComm_t comm,
+                               loomStream_t stream);
+loomResult_t loomAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
+                           loomDataType_t datatype, loomComm_t comm, loomStream_t stream);
+
+/* Groups: calls between GroupStart and GroupEnd are validated at once but
+ * started together at GroupEnd (so one thread can drive several
+ * communicators); errors of the grouped work surface at GroupEnd. Groups nest. */
+loomResult_t loomGroupStart(void);
+loomResult_t loomGroupEnd(void);
+
+#ifdef __cplusplus
+}  /* extern "C" */
+#endif
+
+#endif /* LOOM_LOOM_H_ */

@@ -1,0 +1,80 @@
+#include "common/config.h"
+
+#include <cerrno>
+#include <cstdlib>
+
+#include "common/format.h"
+
+namespace loom {
+namespace {
+
+// Parses a size with an optional K/M/G suffix (powers of 1024).
+bool parseBytes(const char* text, size_t* out) {
+  char* end = nullptr;
+  errno = 0;
+  unsigned long long v = std::strtoull(text, &end, 10);
+  if (errno != 0 || end == text) return false;
+  unsigned long long mult = 1;
+  if (*end == 'K' || *end == 'k') mult = 1ull << 10, ++end;
+  else if (*end == 'M' || *end == 'm') mult = 1ull << 20, ++end;
+  else if (*end == 'G' || *end == 'g') mult = 1ull << 30, ++end;
+  if (*end != '\0') return false;
+  *out = static_cast<size_t>(v * mult);
+  return true;
+}
+
+bool parseInt(const char* text, long lo, long hi, int* out) {
+  char* end = nullptr;
+  errno = 0;
+  long v = std::strtol(text, &end, 10);
+  if (errno != 0 || end == text || *end != '\0' || v < lo || v > hi) return false;
+  *out = static_cast<int>(v);
+  return true;
+}
+
+}  // namespace
+
+const std::vector<KnobDoc>& configKnobs() {
+  static const std::vector<KnobDoc> knobs = {
+      {"LOOM_TIMEOUT", "300", "seconds any blocking wait may last before it fails with loomTimeout"},
+      {"LOOM_CHUNK_SIZE", "256K", "bytes per pipelined chunk (one FIFO slot); K/M suffixes; multiple of 64, 4K..64M"},
+      {"LOOM_SHM_SLOTS", "4", "chunks in flight per shared-memory connection (2..64)"},
+      {"LOOM_SPIN", "2000", "busy polls before a wait starts to yield the core"},
+      {"LOOM_YIELD", "200", "sched_yield polls before a wait sleeps on a futex"},
+      {"LOOM_SHM_DIR", "/dev/shm", "directory of shared-memory segments"},
+      {"LOOM_DEBUG", "WARN", "log level: NONE, VERSION, WARN, INFO, TRACE"},
+      {"LOOM_DEBUG_SUBSYS", "ALL", "comma list of INIT,BOOTSTRAP,TRANSPORT,ALGO,COLL,KERNEL,ENV,PROGRESS; ^ excludes"},
+      {"LOOM_DEBUG_FILE", "", "log file instead of stderr; %h host, %p pid"},
+  };
+  return knobs;
+}
+
+Config Config::fromEnv(std::vector<std::string>* warnings) {
+  Config c;
+  auto warn = [&](const char* name, const char* value, const char* why) {
+    if (warnings) warnings->push_back(strprintf("ignoring %s=%s: %s", name, value, why));
+  };
+  if (const char* v = std::getenv("LOOM_TIMEOUT"); v && *v) {
+    char* end = nullptr;
+    double t = std::strtod(v, &end);
+    if (end == v || *end != '\0' || !(t > 0)) warn("LOOM_TIMEOUT", v, "expected a positive number of seconds");
+    else c.timeoutSeconds = t;
+  }
+  if (const char* v = std::getenv("LOOM_CHUNK_SIZE"); v && *v) {
+    size_t b = 0;
+    if (!parseBytes(v, &b) || b < 4096 || b > (64u << 20) || b % 64 != 0)
+      warn("LOOM_CHUNK_SIZE", v, "expected a multiple of 64 between 4K and 64M");
+    else c.chunkBytes = b;
+  }
+  if (const char* v = std::getenv("LOOM_SHM_SLOTS"); v && *v)
+    if (!parseInt(v, 2, 64, &c.fifoSlots)) warn("LOOM_SHM_SLOTS", v, "expected an integer in [2, 64]");
+  if (const char* v = std::getenv("LOOM_SPIN"); v && *v)
+    if (!parseInt(v, 0, 100000000, &c.spinCount)) warn("LOOM_SPIN", v, "expected a non-negative integer");
+  if (const char* v = std::getenv("LOOM_YIELD"); v && *v)
+    if (!parseInt(v, 0, 100000000, &c.yieldCount)) warn("LOOM_YIELD", v, "expected a non-negative integer");
+  if (const char* v = std::getenv("LOOM_SHM_DIR"); v && *v) c.shmDir = v;
+  c.log = LogSettings::fromEnv();
+  return c;
+}
+
+}  // namespace loom

@@ -1,0 +1,37 @@
+// Every knob Loom reads from the environment, declared once (config.cc) with
+// its variable, default and meaning, and snapshotted into an immutable Config
+// when a communicator is created. Layers receive the Config (or the parts
+// they need); nothing reads the environment on its own.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "common/log.h"
+
+namespace loom {
+
+struct Config {
+  double timeoutSeconds = 300.0;       // LOOM_TIMEOUT: deadline of every blocking wait
+  size_t chunkBytes = 256 * 1024;      // LOOM_CHUNK_SIZE: bytes per pipelined chunk (one FIFO slot)
+  int fifoSlots = 4;                   // LOOM_SHM_SLOTS: chunks in flight per peer connection
+  int spinCount = 2000;                // LOOM_SPIN: busy polls before a wait starts yielding
+  int yieldCount = 200;                // LOOM_YIELD: sched_yield polls before a wait sleeps
+  std::string shmDir = "/dev/shm";     // LOOM_SHM_DIR: where shared-memory segments live
+  LogSettings log;                     // LOOM_DEBUG, LOOM_DEBUG_SUBSYS, LOOM_DEBUG_FILE
+
+  // Reads every knob; values that do not parse keep their default and are
+  // reported in `warnings` (so the caller can log them with its rank).
+  static Config fromEnv(std::vector<std::string>* warnings = nullptr);
+};
+
+struct KnobDoc {
+  const char* env;
+  const char* defaultValue;
+  const char* doc;
+};
+// The table behind fromEnv(), for documentation and `loomrun --help-env`.
+const std::vector<KnobDoc>& configKnobs();
+
+}  // namespace loom

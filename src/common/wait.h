@@ -1,0 +1,99 @@
+// Blocking waits that are polite on an oversubscribed machine.
+//
+// Loom runs 4-8 ranks on 2 cores, so a wait spins only briefly (a cache-line
+// hand-off between cores is ~50 ns), then yields the core (a hand-off between
+// processes sharing one core through sched_yield is ~1.5 us), and finally
+// sleeps on a futex (~30 us to wake). Every wait has a deadline and observes
+// an abort flag, so nothing blocks forever.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include "common/status.h"
+
+namespace loom {
+
+using Clock = std::chrono::steady_clock;
+
+struct Deadline {
+  Clock::time_point at = Clock::time_point::max();
+
+  static Deadline after(double seconds);
+  static Deadline never() { return {}; }
+  bool expired() const { return Clock::now() >= at; }
+  // Milliseconds left, clamped to [0, cap].
+  int remainingMillis(int cap) const;
+};
+
+// A word pair that lets a waiter sleep until a writer signals. It may live in
+// shared memory: the futex calls are process-shared (not FUTEX_PRIVATE).
+struct WaitSignal {
+  std::atomic<uint32_t> seq{0};
+  std::atomic<uint32_t> sleepers{0};
+
+  // Called by the writer after publishing what the waiter waits for.
+  void notify() {
+    seq.fetch_add(1, std::memory_order_seq_cst);
+    if (sleepers.load(std::memory_order_seq_cst) != 0) wakeAll();
+  }
+  void wakeAll();
+  // Sleeps while seq == expected, at most timeoutMillis.
+  void sleep(uint32_t expected, int timeoutMillis);
+};
+
+// What every blocking wait observes besides its own condition.
+struct WaitContext {
+  Deadline deadline;
+  const std::atomic<bool>* abort = nullptr;  // set by loomCommAbort / a failed peer
+  int spinCount = 2000;
+  int yieldCount = 200;
+
+  bool aborted() const { return abort && abort->load(std::memory_order_relaxed); }
+};
+
+inline void cpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+void yieldCore();
+
+// Waits until ready() is true. `signal` (may be null: then the last phase
+// polls every millisecond) is notified by whoever makes ready() true.
+// On expiry returns kTimeout, on abort kRemoteError, with `what()` (a callable
+// returning std::string) describing what was being waited for.
+template <class Ready, class What>
+Status waitUntil(Ready&& ready, WaitSignal* signal, const WaitContext& ctx, What&& what) {
+  for (int i = 0; i < ctx.spinCount; ++i) {
+    if (ready()) return Status::ok();
+    cpuRelax();
+  }
+  for (int i = 0; i < ctx.yieldCount; ++i) {
+    if (ready()) return Status::ok();
+    if ((i & 15) == 15 && ctx.aborted()) break;
+    yieldCore();
+  }
+  for (;;) {
+    uint32_t seen = signal ? signal->seq.load(std::memory_order_seq_cst) : 0;
+    if (ready()) return Status::ok();
+    if (ctx.aborted()) return {Code::kRemoteError, "aborted while waiting for " + what()};
+    if (ctx.deadline.expired()) return {Code::kTimeout, "timed out (LOOM_TIMEOUT) waiting for " + what()};
+    int ms = ctx.deadline.remainingMillis(signal ? 20 : 1);
+    if (signal) {
+      signal->sleepers.fetch_add(1, std::memory_order_seq_cst);
+      if (!ready()) signal->sleep(seen, ms < 1 ? 1 : ms);
+      signal->sleepers.fetch_sub(1, std::memory_order_seq_cst);
+    } else {
+      WaitSignal local;
+      local.sleep(0, 1);
+    }
+  }
+}
+
+}  // namespace loom

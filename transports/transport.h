@@ -1,0 +1,93 @@
+// The transport interface: the only thing algorithms know about moving bytes.
+//
+// A connection between two ranks is, in each direction, a FIFO of chunks
+// (NCCL's "simple protocol" connector). The sender acquires a slot, writes up
+// to chunkBytes() into it (an algorithm reduces straight into it), and
+// commits; the receiver acquires the oldest committed chunk, reads it in place
+// (reducing straight out of it) and releases it. Chunks arrive in commit
+// order. At most slots() chunks are in flight per direction, which is what
+// lets a ring pipeline without deadlock as long as each step of an algorithm
+// sends at most one chunk more than it has received.
+//
+// Threading: one thread drives a connection at a time (the communicator's
+// executor). acquire() blocks with the WaitContext's deadline and abort flag;
+// commit() and release() never block.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/config.h"
+#include "common/log.h"
+#include "common/status.h"
+#include "common/wait.h"
+
+namespace loom::bootstrap { class Bootstrap; }
+
+namespace loom::transport {
+
+// What every rank publishes about itself during bootstrap.
+struct PeerInfo {
+  int rank = -1;
+  int pid = 0;
+  uint64_t hostHash = 0;  // equal hashes <=> same host (hostname + boot id)
+  char hostName[64] = {};
+};
+
+class SendConnection {
+ public:
+  virtual ~SendConnection() = default;
+  virtual size_t chunkBytes() const = 0;
+  // Waits for a free slot and returns it (chunkBytes() writable bytes).
+  virtual Status acquire(std::byte** slot, const WaitContext& wait) = 0;
+  // Publishes the first `bytes` bytes of the slot acquired last.
+  virtual void commit(size_t bytes) = 0;
+};
+
+class RecvConnection {
+ public:
+  virtual ~RecvConnection() = default;
+  virtual size_t chunkBytes() const = 0;
+  // Waits for the oldest unreleased chunk and returns it, read-only, in place.
+  virtual Status acquire(const std::byte** data, size_t* bytes, const WaitContext& wait) = 0;
+  // Gives the chunk returned by the last acquire() back to the sender.
+  virtual void release() = 0;
+};
+
+// Everything a transport needs while connecting a communicator.
+struct SetupContext {
+  int rank = 0;
+  int nranks = 1;
+  const std::vector<PeerInfo>* peers = nullptr;  // indexed by rank
+  std::string jobTag;                            // unique per communicator (names resources)
+  const Config* config = nullptr;
+  Logger log;
+  bootstrap::Bootstrap* bootstrap = nullptr;  // for collective exchanges during connect()
+  WaitContext wait;
+};
+
+// One backend (shared memory, TCP, ...) serving one communicator.
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  virtual const char* name() const = 0;
+  // Connects this rank with each rank in `peers` (both directions). Collective:
+  // every rank of the communicator calls it, with the peers this transport
+  // serves for it (the relation is symmetric).
+  virtual Status connect(const SetupContext& ctx, const std::vector<int>& peers) = 0;
+  virtual SendConnection& sendTo(int peer) = 0;
+  virtual RecvConnection& recvFrom(int peer) = 0;
+};
+
+// A backend in the compile-time registry (src/comm/transport_registry.cc).
+struct TransportFactory {
+  const char* name;
+  // Whether this backend can connect `self` with `peer`.
+  bool (*canConnect)(const PeerInfo& self, const PeerInfo& peer, const Config& config);
+  std::unique_ptr<Transport> (*create)();
+};
+
+}  // namespace loom::transport
