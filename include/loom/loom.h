@@ -20,6 +20,11 @@
 extern "C" {
 #endif
 
+/* Only the declarations of this header are exported from libloom. */
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
+
 #define LOOM_MAJOR 0
 #define LOOM_MINOR 1
 #define LOOM_PATCH 0
@@ -145,6 +150,10 @@ loomResult_t loomAllGather(const void* sendbuff, void* recvbuff, size_t sendcoun
  * communicators); errors of the grouped work surface at GroupEnd. Groups nest. */
 loomResult_t loomGroupStart(void);
 loomResult_t loomGroupEnd(void);
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
 
 #ifdef __cplusplus
 }  /* extern "C" */

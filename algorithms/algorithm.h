@@ -1,0 +1,57 @@
+// What an algorithm sees: the arguments of one collective, the links to its
+// peers (transport connections, by rank), and how to wait. Algorithms know
+// nothing of communicators, bootstrap or concrete transports.
+#pragma once
+
+#include <cstddef>
+
+#include "common/status.h"
+#include "common/types.h"
+#include "common/wait.h"
+#include "transports/transport.h"
+
+namespace loom::algo {
+
+enum class CollType { kAllReduce = 0, kBroadcast, kReduce, kReduceScatter, kAllGather };
+constexpr int kNumCollTypes = 5;
+const char* collTypeName(CollType type);
+
+// One collective call with NCCL's meaning of every field:
+//   count is the element count of allreduce/broadcast/reduce, the per-rank
+//   receive count of reduce-scatter and the per-rank send count of all-gather.
+struct CollArgs {
+  CollType type = CollType::kAllReduce;
+  const void* sendbuf = nullptr;
+  void* recvbuf = nullptr;
+  size_t count = 0;
+  DataType dtype = DataType::kFloat32;
+  RedOp op = RedOp::kSum;
+  int root = 0;
+};
+
+// The connections an algorithm may use, by peer rank. Owned by the
+// communicator; valid for the duration of the call.
+class Links {
+ public:
+  virtual ~Links() = default;
+  virtual transport::SendConnection& sendTo(int peer) = 0;
+  virtual transport::RecvConnection& recvFrom(int peer) = 0;
+};
+
+struct AlgoContext {
+  int rank = 0;
+  int nranks = 1;
+  Links* links = nullptr;
+  WaitContext wait;
+  size_t chunkBytes = 256 * 1024;  // largest piece moved per step; <= every connection's chunkBytes()
+};
+
+using CollFn = Status (*)(const CollArgs& args, const AlgoContext& ctx);
+
+struct AlgorithmInfo {
+  const char* name;
+  CollType type;
+  CollFn run;
+};
+
+}  // namespace loom::algo

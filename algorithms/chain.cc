@@ -1,0 +1,92 @@
+// Pipelined chains for broadcast and reduce.
+//
+// Broadcast: ranks ordered root, root+1, ..., root+n-1; the root streams
+// pieces down the chain, every other rank stores each piece and forwards it.
+// Reduce: ranks ordered root+1, ..., root+n-1, root; the first sends its
+// pieces, each next one adds its own and forwards, the root finalizes into
+// recvbuf. Pieces are at most chunkBytes, so the chain is a pipeline: latency
+// (n-2) steps plus one step per piece.
+#include <algorithm>
+#include <cstring>
+
+#include "algorithms/primitives.h"
+#include "algorithms/ring.h"
+#include "kernels/reduce.h"
+
+namespace loom::algo {
+
+Status chainBroadcast(const CollArgs& args, const AlgoContext& ctx) {
+  const int n = ctx.nranks, r = ctx.rank;
+  const size_t es = dataTypeSize(args.dtype);
+  const auto* in = static_cast<const std::byte*>(args.sendbuf);
+  auto* out = static_cast<std::byte*>(args.recvbuf);
+  const int position = (r - args.root + n) % n;
+  if (position == 0 && in != out && args.count) std::memmove(out, in, args.count * es);
+  if (n == 1) return Status::ok();
+  const int next = (r + 1) % n, prev = (r + n - 1) % n;
+  const size_t chunkElems = ctx.chunkBytes / es;
+  Steps steps(ctx, {args.dtype, args.op, n});
+  for (size_t base = 0; base < args.count; base += chunkElems) {
+    const size_t len = std::min(chunkElems, args.count - base);
+    std::byte* piece = out + base * es;
+    if (position == 0) {
+      LOOM_TRY(steps.send(next, piece, len));
+    } else if (position == n - 1) {
+      LOOM_TRY(steps.recv(prev, piece, len));
+    } else {
+      LOOM_TRY(steps.recvCopySend(prev, next, piece, len));
+    }
+  }
+  return Status::ok();
+}
+
+Status chainReduce(const CollArgs& args, const AlgoContext& ctx) {
+  const int n = ctx.nranks, r = ctx.rank;
+  const size_t es = dataTypeSize(args.dtype);
+  const auto* in = static_cast<const std::byte*>(args.sendbuf);
+  auto* out = static_cast<std::byte*>(args.recvbuf);
+  if (n == 1) {
+    kernels::finalize(args.dtype, args.op, 1, out, in, args.count);
+    return Status::ok();
+  }
+  const int position = (r - args.root - 1 + 2 * n) % n;  // 0 first .. n-1 root
+  const int next = (r + 1) % n, prev = (r + n - 1) % n;
+  const size_t chunkElems = ctx.chunkBytes / es;
+  Steps steps(ctx, {args.dtype, args.op, n});
+  for (size_t base = 0; base < args.count; base += chunkElems) {
+    const size_t len = std::min(chunkElems, args.count - base);
+    const std::byte* mine = in + base * es;
+    if (position == 0) {
+      LOOM_TRY(steps.send(next, mine, len));
+    } else if (position == n - 1) {
+      LOOM_TRY(steps.recvReduceFinal(prev, mine, out + base * es, len));
+    } else {
+      LOOM_TRY(steps.recvReduceSend(prev, next, mine, len));
+    }
+  }
+  return Status::ok();
+}
+
+const std::vector<AlgorithmInfo>& ringAlgorithms() {
+  static const std::vector<AlgorithmInfo> algorithms = {
+      {"ring", CollType::kAllReduce, ringAllReduce},
+      {"chain", CollType::kBroadcast, chainBroadcast},
+      {"chain", CollType::kReduce, chainReduce},
+      {"ring", CollType::kReduceScatter, ringReduceScatter},
+      {"ring", CollType::kAllGather, ringAllGather},
+  };
+  return algorithms;
+}
+
+const char* collTypeName(CollType type) {
+  switch (type) {
+    case CollType::kAllReduce: return "AllReduce";
+    case CollType::kBroadcast: return "Broadcast";
+    case CollType::kReduce: return "Reduce";
+    case CollType::kReduceScatter: return "ReduceScatter";
+    case CollType::kAllGather: return "AllGather";
+  }
+  return "?";
+}
+
+}  // namespace loom::algo

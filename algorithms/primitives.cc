@@ -1,0 +1,95 @@
+#include "algorithms/primitives.h"
+
+#include <cstring>
+
+#include "kernels/reduce.h"
+
+namespace loom::algo {
+namespace {
+
+// A received chunk must be exactly as long as the step expects: every rank
+// computes the same piece boundaries, so a mismatch means the ranks called
+// different collectives (or a transport bug) and continuing would corrupt.
+Status checkLength(size_t got, size_t want, int from) {
+  if (got == want) return Status::ok();
+  return makeError(Code::kRemoteError,
+                   "received %zu bytes from rank %d where %zu were expected "
+                   "(do all ranks call the same collective with the same count and type?)",
+                   got, from, want);
+}
+
+}  // namespace
+
+Status Steps::send(int peer, const void* src, size_t count) {
+  auto& conn = ctx_.links->sendTo(peer);
+  std::byte* slot = nullptr;
+  LOOM_TRY(conn.acquire(&slot, ctx_.wait));
+  size_t bytes = count * elemSize();
+  if (bytes) std::memcpy(slot, src, bytes);
+  conn.commit(bytes);
+  return Status::ok();
+}
+
+Status Steps::recv(int peer, void* dst, size_t count) {
+  auto& conn = ctx_.links->recvFrom(peer);
+  const std::byte* data = nullptr;
+  size_t got = 0;
+  LOOM_TRY(conn.acquire(&data, &got, ctx_.wait));
+  size_t bytes = count * elemSize();
+  Status st = checkLength(got, bytes, peer);
+  if (st.isOk() && bytes) std::memcpy(dst, data, bytes);
+  conn.release();
+  return st;
+}
+
+Status Steps::recvReduceSend(int from, int to, const void* local, size_t count) {
+  auto& in = ctx_.links->recvFrom(from);
+  auto& out = ctx_.links->sendTo(to);
+  const std::byte* data = nullptr;
+  size_t got = 0;
+  LOOM_TRY(in.acquire(&data, &got, ctx_.wait));
+  LOOM_TRY(checkLength(got, count * elemSize(), from));
+  std::byte* slot = nullptr;
+  LOOM_TRY(out.acquire(&slot, ctx_.wait));
+  kernels::reduce(red_.dtype, red_.op, slot, data, local, count);
+  out.commit(count * elemSize());
+  in.release();
+  return Status::ok();
+}
+
+Status Steps::recvReduceFinal(int from, const void* local, void* dst, size_t count) {
+  auto& in = ctx_.links->recvFrom(from);
+  const std::byte* data = nullptr;
+  size_t got = 0;
+  LOOM_TRY(in.acquire(&data, &got, ctx_.wait));
+  LOOM_TRY(checkLength(got, count * elemSize(), from));
+  kernels::reduceFinal(red_.dtype, red_.op, red_.nranks, dst, data, local, count);
+  in.release();
+  return Status::ok();
+}
+
+Status Steps::recvReduceFinalSend(int from, int to, const void* local, void* dst, size_t count) {
+  LOOM_TRY(recvReduceFinal(from, local, dst, count));
+  return send(to, dst, count);
+}
+
+Status Steps::recvCopySend(int from, int to, void* dst, size_t count) {
+  auto& in = ctx_.links->recvFrom(from);
+  auto& out = ctx_.links->sendTo(to);
+  const std::byte* data = nullptr;
+  size_t got = 0;
+  LOOM_TRY(in.acquire(&data, &got, ctx_.wait));
+  size_t bytes = count * elemSize();
+  LOOM_TRY(checkLength(got, bytes, from));
+  std::byte* slot = nullptr;
+  LOOM_TRY(out.acquire(&slot, ctx_.wait));
+  if (bytes) {
+    std::memcpy(dst, data, bytes);
+    std::memcpy(slot, dst, bytes);  // from dst: it is hot in cache now
+  }
+  out.commit(bytes);
+  in.release();
+  return Status::ok();
+}
+
+}  // namespace loom::algo

@@ -1,0 +1,46 @@
+// The data-movement steps every algorithm is written in (NCCL's primitives):
+// each moves one piece of at most AlgoContext::chunkBytes through one FIFO
+// slot, reducing straight out of the receive slot and straight into the send
+// slot so that no step makes an extra copy.
+#pragma once
+
+#include <cstddef>
+
+#include "algorithms/algorithm.h"
+
+namespace loom::algo {
+
+// Element type and op of the current collective, plus its rank count (for avg).
+struct Reduction {
+  DataType dtype;
+  RedOp op;
+  int nranks;
+};
+
+class Steps {
+ public:
+  Steps(const AlgoContext& ctx, Reduction red) : ctx_(ctx), red_(red) {}
+
+  // send: slot <- src
+  Status send(int peer, const void* src, size_t count);
+  // recv: dst <- slot
+  Status recv(int peer, void* dst, size_t count);
+  // slot(to) <- slot(from) (op) local
+  Status recvReduceSend(int from, int to, const void* local, size_t count);
+  // dst <- final(slot(from) (op) local): the last reduction of a collective.
+  Status recvReduceFinal(int from, const void* local, void* dst, size_t count);
+  // dst <- final(slot(from) (op) local); slot(to) <- dst
+  Status recvReduceFinalSend(int from, int to, const void* local, void* dst, size_t count);
+  // dst <- slot(from); slot(to) <- slot(from)
+  Status recvCopySend(int from, int to, void* dst, size_t count);
+
+  size_t elemSize() const { return dataTypeSize(red_.dtype); }
+
+ private:
+  const AlgoContext& ctx_;
+  Reduction red_;
+};
+
+inline size_t divUp(size_t a, size_t b) { return (a + b - 1) / b; }
+
+}  // namespace loom::algo

@@ -1,0 +1,40 @@
+// Ring all-gather: every rank's `count` elements end at block `rank` of every
+// recvbuf. Per piece, rank r copies its own piece into block r (unless in
+// place) and sends it; for m = 1..n-2 receives block r-m into recvbuf and
+// forwards it; finally receives block r+1.
+#include <algorithm>
+#include <cstring>
+
+#include "algorithms/primitives.h"
+#include "algorithms/ring.h"
+
+namespace loom::algo {
+
+Status ringAllGather(const CollArgs& args, const AlgoContext& ctx) {
+  const int n = ctx.nranks, r = ctx.rank;
+  const size_t es = dataTypeSize(args.dtype);
+  const auto* in = static_cast<const std::byte*>(args.sendbuf);
+  auto* out = static_cast<std::byte*>(args.recvbuf);
+  auto block = [&](int index, size_t base) {
+    int j = ((index % n) + n) % n;
+    return out + (static_cast<size_t>(j) * args.count + base) * es;
+  };
+  const bool inPlace = in == block(r, 0);
+  if (n == 1) {
+    if (!inPlace && args.count) std::memmove(out, in, args.count * es);
+    return Status::ok();
+  }
+  const int next = (r + 1) % n, prev = (r + n - 1) % n;
+  const size_t chunkElems = ctx.chunkBytes / es;
+  Steps steps(ctx, {args.dtype, args.op, n});
+  for (size_t base = 0; base < args.count; base += chunkElems) {
+    const size_t len = std::min(chunkElems, args.count - base);
+    if (!inPlace) std::memcpy(block(r, base), in + base * es, len * es);
+    LOOM_TRY(steps.send(next, block(r, base), len));
+    for (int m = 1; m <= n - 2; ++m) LOOM_TRY(steps.recvCopySend(prev, next, block(r - m, base), len));
+    LOOM_TRY(steps.recv(prev, block(r + 1, base), len));
+  }
+  return Status::ok();
+}
+
+}  // namespace loom::algo

@@ -1,0 +1,71 @@
+// Ring all-reduce = ring reduce-scatter followed by ring all-gather, fused.
+//
+// The buffer is processed in rounds of n blocks (one per rank) of at most
+// chunkBytes each. In a round, rank r (next = r+1, prev = r-1):
+//   step 0          send block r-1
+//   steps 1..n-2    block r-k-1: receive, add own, send      (recvReduceSend)
+//   step n-1        block r:     receive, add own, finalize  (recvReduceFinalSend)
+//                   into recvbuf and send it on
+//   gather 1..n-2   block r-m:   receive into recvbuf, send  (recvCopySend)
+//   gather n-1      block r+1:   receive into recvbuf
+// Each step sends at most one chunk more than it received, so FIFOs of two or
+// more slots keep every link busy without deadlock.
+#include <algorithm>
+#include <cstring>
+
+#include "algorithms/primitives.h"
+#include "algorithms/ring.h"
+#include "kernels/reduce.h"
+
+namespace loom::algo {
+namespace {
+
+struct Block {
+  size_t offset;  // elements
+  size_t count;
+};
+
+Block blockOf(size_t base, size_t blockElems, size_t total, int nranks, int index) {
+  int j = ((index % nranks) + nranks) % nranks;
+  size_t offset = base + static_cast<size_t>(j) * blockElems;
+  if (offset >= total) return {total, 0};
+  return {offset, std::min(blockElems, total - offset)};
+}
+
+}  // namespace
+
+Status ringAllReduce(const CollArgs& args, const AlgoContext& ctx) {
+  const int n = ctx.nranks, r = ctx.rank;
+  const size_t es = dataTypeSize(args.dtype);
+  const auto* in = static_cast<const std::byte*>(args.sendbuf);
+  auto* out = static_cast<std::byte*>(args.recvbuf);
+  if (n == 1) {
+    kernels::finalize(args.dtype, args.op, 1, out, in, args.count);
+    return Status::ok();
+  }
+  const int next = (r + 1) % n, prev = (r + n - 1) % n;
+  const size_t chunkElems = ctx.chunkBytes / es;
+  Steps steps(ctx, {args.dtype, args.op, n});
+  for (size_t base = 0; base < args.count; base += chunkElems * n) {
+    const size_t blockElems = std::min(chunkElems, divUp(args.count - base, n));
+    auto block = [&](int index) { return blockOf(base, blockElems, args.count, n, index); };
+
+    Block b = block(r - 1);
+    LOOM_TRY(steps.send(next, in + b.offset * es, b.count));
+    for (int k = 1; k <= n - 2; ++k) {
+      b = block(r - k - 1);
+      LOOM_TRY(steps.recvReduceSend(prev, next, in + b.offset * es, b.count));
+    }
+    b = block(r);
+    LOOM_TRY(steps.recvReduceFinalSend(prev, next, in + b.offset * es, out + b.offset * es, b.count));
+    for (int m = 1; m <= n - 2; ++m) {
+      b = block(r - m);
+      LOOM_TRY(steps.recvCopySend(prev, next, out + b.offset * es, b.count));
+    }
+    b = block(r + 1);
+    LOOM_TRY(steps.recv(prev, out + b.offset * es, b.count));
+  }
+  return Status::ok();
+}
+
+}  // namespace loom::algo

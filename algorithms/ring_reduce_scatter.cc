@@ -1,0 +1,41 @@
+// Ring reduce-scatter: rank r ends with block r of the reduction.
+//
+// sendbuf holds n blocks of `count` elements. Pieces of at most chunkBytes of
+// every block travel together; per piece, rank r sends block r-1, then for
+// k = 1..n-2 receives block r-k-1, adds its own and sends it on, and finally
+// receives block r, adds its own and finalizes into recvbuf.
+#include <algorithm>
+
+#include "algorithms/primitives.h"
+#include "algorithms/ring.h"
+#include "kernels/reduce.h"
+
+namespace loom::algo {
+
+Status ringReduceScatter(const CollArgs& args, const AlgoContext& ctx) {
+  const int n = ctx.nranks, r = ctx.rank;
+  const size_t es = dataTypeSize(args.dtype);
+  const auto* in = static_cast<const std::byte*>(args.sendbuf);
+  auto* out = static_cast<std::byte*>(args.recvbuf);
+  if (n == 1) {
+    kernels::finalize(args.dtype, args.op, 1, out, in, args.count);
+    return Status::ok();
+  }
+  const int next = (r + 1) % n, prev = (r + n - 1) % n;
+  const size_t chunkElems = ctx.chunkBytes / es;
+  Steps steps(ctx, {args.dtype, args.op, n});
+  auto blockPiece = [&](int index, size_t base) {
+    int j = ((index % n) + n) % n;
+    return in + (static_cast<size_t>(j) * args.count + base) * es;
+  };
+  for (size_t base = 0; base < args.count; base += chunkElems) {
+    const size_t len = std::min(chunkElems, args.count - base);
+    LOOM_TRY(steps.send(next, blockPiece(r - 1, base), len));
+    for (int k = 1; k <= n - 2; ++k)
+      LOOM_TRY(steps.recvReduceSend(prev, next, blockPiece(r - k - 1, base), len));
+    LOOM_TRY(steps.recvReduceFinal(prev, blockPiece(r, base), out + base * es, len));
+  }
+  return Status::ok();
+}
+
+}  // namespace loom::algo

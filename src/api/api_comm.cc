@@ -1,0 +1,292 @@
+// C ABI: versions, errors, unique ids, communicator and stream lifetime.
+#include <netdb.h>
+#include <sys/socket.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "api/group.h"
+#include "api/handles.h"
+#include "bootstrap/bootstrap.h"
+#include "common/config.h"
+
+using loom::Code;
+using loom::Status;
+using loom::api::fail;
+
+namespace {
+
+// Runs `body`, turning escaped exceptions into loomInternalError.
+template <class Body>
+loomResult_t guarded(loomComm_t comm, Body&& body) {
+  try {
+    return body();
+  } catch (const std::exception& e) {
+    return fail(comm, loom::makeError(Code::kInternalError, "unexpected exception: %s", e.what()));
+  }
+}
+
+double processTimeout() { return loom::Config::fromEnv().timeoutSeconds; }
+
+// getaddrinfo to a numeric address, so hostnames work in MASTER_ADDR.
+loom::Result<std::string> numericHost(const std::string& host) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  int rc = getaddrinfo(host.c_str(), nullptr, &hints, &res);
+  if (rc != 0 || !res)
+    return loom::makeError(Code::kInvalidArgument, "cannot resolve MASTER_ADDR '%s': %s", host.c_str(),
+                           gai_strerror(rc));
+  char buf[NI_MAXHOST] = {0};
+  rc = getnameinfo(res->ai_addr, res->ai_addrlen, buf, sizeof(buf), nullptr, 0, NI_NUMERICHOST);
+  freeaddrinfo(res);
+  if (rc != 0) return loom::makeError(Code::kSystemError, "getnameinfo: %s", gai_strerror(rc));
+  return std::string(buf);
+}
+
+loom::Result<long> envInteger(const char* name, long lo, long hi) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return loom::makeError(Code::kInvalidArgument, "environment variable %s is not set", name);
+  char* end = nullptr;
+  long x = std::strtol(v, &end, 10);
+  if (*end != '\0' || x < lo || x > hi)
+    return loom::makeError(Code::kInvalidArgument, "%s=%s is not an integer in [%ld, %ld]", name, v, lo, hi);
+  return x;
+}
+
+}  // namespace
+
+extern "C" {
+
+loomResult_t loomGetVersion(int* version) {
+  if (!version) return fail(nullptr, loom::makeError(Code::kInvalidArgument, "loomGetVersion: version is NULL"));
+  *version = LOOM_VERSION_CODE;
+  return loomSuccess;
+}
+
+const char* loomGetErrorString(loomResult_t result) {
+  if (result < 0 || result >= loomNumResults) return "unknown result code";
+  return loom::codeName(static_cast<Code>(result));
+}
+
+const char* loomGetLastError(loomComm_t comm) {
+  thread_local std::string copy;
+  if (comm && loom::api::isLiveComm(comm)) {
+    copy = comm->impl->lastError();
+    return copy.c_str();
+  }
+  return loom::api::lastErrorOfThread();
+}
+
+loomResult_t loomGetUniqueId(loomUniqueId* uniqueId) {
+  return guarded(nullptr, [&]() -> loomResult_t {
+    if (!uniqueId) return fail(nullptr, loom::makeError(Code::kInvalidArgument, "loomGetUniqueId: uniqueId is NULL"));
+    auto id = loom::bootstrap::startRoot("", 0, loom::bootstrap::randomSecret(), processTimeout(),
+                                         loom::Logger::process());
+    if (!id.isOk()) return fail(nullptr, id.status());
+    std::memset(uniqueId->internal, 0, sizeof(uniqueId->internal));
+    id.value().serialize(uniqueId->internal);
+    return loomSuccess;
+  });
+}
+
+loomResult_t loomGetUniqueIdFromEnv(loomUniqueId* uniqueId, int* rank, int* nranks) {
+  return guarded(nullptr, [&]() -> loomResult_t {
+    if (!uniqueId)
+      return fail(nullptr, loom::makeError(Code::kInvalidArgument, "loomGetUniqueIdFromEnv: uniqueId is NULL"));
+    auto worldSize = envInteger("WORLD_SIZE", 1, 1 << 24);
+    if (!worldSize.isOk()) return fail(nullptr, worldSize.status());
+    auto myRank = envInteger("RANK", 0, worldSize.value() - 1);
+    if (!myRank.isOk()) return fail(nullptr, myRank.status());
+    auto port = envInteger("MASTER_PORT", 1, 65535);
+    if (!port.isOk()) return fail(nullptr, port.status());
+    const char* addr = std::getenv("MASTER_ADDR");
+    auto host = numericHost(addr && *addr ? addr : "127.0.0.1");
+    if (!host.isOk()) return fail(nullptr, host.status());
+    const char* secretHex = std::getenv("LOOM_JOB_SECRET");
+    if (!secretHex || !*secretHex)
+      return fail(nullptr, loom::makeError(Code::kInvalidArgument,
+                                           "LOOM_JOB_SECRET is not set: launch with loomrun, or give every rank "
+                                           "the same 32 hex digits"));
+    auto secret = loom::bootstrap::parseSecret(secretHex);
+    if (!secret.isOk()) return fail(nullptr, secret.status());
+
+    loom::bootstrap::UniqueId id;
+    id.rootHost = host.value();
+    id.rootPort = static_cast<uint16_t>(port.value());
+    id.secret = secret.value();
+    if (myRank.value() == 0) {
+      auto started = loom::bootstrap::startRoot(id.rootHost, id.rootPort, id.secret, processTimeout(),
+                                                loom::Logger::process());
+      if (!started.isOk()) return fail(nullptr, started.status());
+    }
+    std::memset(uniqueId->internal, 0, sizeof(uniqueId->internal));
+    id.serialize(uniqueId->internal);
+    if (rank) *rank = static_cast<int>(myRank.value());
+    if (nranks) *nranks = static_cast<int>(worldSize.value());
+    return loomSuccess;
+  });
+}
+
+static loomResult_t initRankNow(loomComm_t handle, int nranks, loomUniqueId commId, int rank) {
+  auto id = loom::bootstrap::UniqueId::parse(commId.internal);
+  if (!id.isOk()) return fail(nullptr, id.status().withContext("loomCommInitRank: commId: "));
+  auto comm = loom::Communicator::create(id.value(), nranks, rank);
+  if (!comm.isOk()) return fail(nullptr, comm.status());
+  handle->impl = std::move(comm).value();
+  loom::api::registerComm(handle);
+  return loomSuccess;
+}
+
+loomResult_t loomCommInitRank(loomComm_t* comm, int nranks, loomUniqueId commId, int rank) {
+  return guarded(nullptr, [&]() -> loomResult_t {
+    if (!comm) return fail(nullptr, loom::makeError(Code::kInvalidArgument, "loomCommInitRank: comm is NULL"));
+    *comm = nullptr;
+    if (nranks < 1)
+      return fail(nullptr, loom::makeError(Code::kInvalidArgument, "loomCommInitRank: nranks %d < 1", nranks));
+    if (rank < 0 || rank >= nranks)
+      return fail(nullptr, loom::makeError(Code::kInvalidArgument, "loomCommInitRank: rank %d out of range [0, %d)",
+                                           rank, nranks));
+    auto* handle = new loomComm;
+    if (loom::api::inGroup()) {
+      // Deferred to loomGroupEnd, where all deferred inits run concurrently:
+      // this is how one thread creates several ranks of one clique.
+      *comm = handle;
+      loom::api::deferInit([=] {
+        loomResult_t r = initRankNow(handle, nranks, commId, rank);
+        return r;
+      });
+      return loomSuccess;
+    }
+    loomResult_t r = initRankNow(handle, nranks, commId, rank);
+    if (r != loomSuccess) {
+      delete handle;
+      return r;
+    }
+    *comm = handle;
+    return loomSuccess;
+  });
+}
+
+loomResult_t loomCommInitAll(loomComm_t* comms, int ndev, const int* devlist) {
+  return guarded(nullptr, [&]() -> loomResult_t {
+    if (!comms) return fail(nullptr, loom::makeError(Code::kInvalidArgument, "loomCommInitAll: comms is NULL"));
+    if (ndev < 1) return fail(nullptr, loom::makeError(Code::kInvalidArgument, "loomCommInitAll: ndev %d < 1", ndev));
+    loomUniqueId id;
+    loomResult_t r = loomGetUniqueId(&id);
+    if (r != loomSuccess) return r;
+    std::vector<loomResult_t> results(static_cast<size_t>(ndev), loomSuccess);
+    std::vector<std::string> errors(static_cast<size_t>(ndev));
+    std::vector<std::thread> threads;
+    for (int i = 0; i < ndev; ++i)
+      threads.emplace_back([&, i] {
+        results[i] = loomCommInitRank(&comms[i], ndev, id, i);
+        if (results[i] != loomSuccess) errors[i] = loom::api::lastErrorOfThread();
+      });
+    for (auto& t : threads) t.join();
+    for (int i = 0; i < ndev; ++i) {
+      if (results[i] == loomSuccess) continue;
+      for (int j = 0; j < ndev; ++j)
+        if (results[j] == loomSuccess) loomCommAbort(comms[j]);
+      for (int j = 0; j < ndev; ++j) comms[j] = nullptr;
+      return fail(nullptr, {static_cast<Code>(results[i]), "loomCommInitAll: " + errors[i]});
+    }
+    return loomSuccess;
+  });
+}
+
+loomResult_t loomCommDestroy(loomComm_t comm) {
+  return guarded(nullptr, [&]() -> loomResult_t {
+    Status s = loom::api::checkComm(comm, "loomCommDestroy");
+    if (!s.isOk()) return fail(nullptr, s);
+    if (loom::api::hasDeferredWork(comm))
+      return fail(comm, loom::makeError(Code::kInvalidUsage,
+                                        "loomCommDestroy: rank %d has collectives pending in an open group",
+                                        comm->impl->rank()));
+    loom::api::unregisterComm(comm);
+    comm->impl->flush();
+    delete comm;
+    return loomSuccess;
+  });
+}
+
+loomResult_t loomCommAbort(loomComm_t comm) {
+  return guarded(nullptr, [&]() -> loomResult_t {
+    Status s = loom::api::checkComm(comm, "loomCommAbort");
+    if (!s.isOk()) return fail(nullptr, s);
+    loom::api::unregisterComm(comm);
+    comm->impl->abort();
+    delete comm;
+    return loomSuccess;
+  });
+}
+
+loomResult_t loomCommGetAsyncError(loomComm_t comm, loomResult_t* asyncError) {
+  Status s = loom::api::checkComm(comm, "loomCommGetAsyncError");
+  if (!s.isOk()) return fail(nullptr, s);
+  if (!asyncError)
+    return fail(comm, loom::makeError(Code::kInvalidArgument, "loomCommGetAsyncError: asyncError is NULL"));
+  *asyncError = loom::api::toResult(comm->impl->asyncError().code());
+  return loomSuccess;
+}
+
+loomResult_t loomCommCount(const loomComm_t comm, int* count) {
+  Status s = loom::api::checkComm(comm, "loomCommCount");
+  if (!s.isOk()) return fail(nullptr, s);
+  if (!count) return fail(comm, loom::makeError(Code::kInvalidArgument, "loomCommCount: count is NULL"));
+  *count = comm->impl->nranks();
+  return loomSuccess;
+}
+
+loomResult_t loomCommUserRank(const loomComm_t comm, int* rank) {
+  Status s = loom::api::checkComm(comm, "loomCommUserRank");
+  if (!s.isOk()) return fail(nullptr, s);
+  if (!rank) return fail(comm, loom::makeError(Code::kInvalidArgument, "loomCommUserRank: rank is NULL"));
+  *rank = comm->impl->rank();
+  return loomSuccess;
+}
+
+loomResult_t loomStreamCreate(loomStream_t* stream) {
+  if (!stream) return fail(nullptr, loom::makeError(Code::kInvalidArgument, "loomStreamCreate: stream is NULL"));
+  *stream = new loomStream;
+  loom::api::registerStream(*stream);
+  return loomSuccess;
+}
+
+static Status checkStream(loomStream_t stream, const char* call) {
+  LOOM_ENFORCE(stream != nullptr, Code::kInvalidArgument, "%s: stream is NULL", call);
+  LOOM_ENFORCE(loom::api::isLiveStream(stream), Code::kInvalidArgument, "%s: stream %p is not a live stream",
+               call, static_cast<void*>(stream));
+  return Status::ok();
+}
+
+loomResult_t loomStreamSynchronize(loomStream_t stream) {
+  Status s = checkStream(stream, "loomStreamSynchronize");
+  if (!s.isOk()) return fail(nullptr, s);
+  s = stream->impl.synchronize();
+  return s.isOk() ? loomSuccess : fail(nullptr, s);
+}
+
+loomResult_t loomStreamQuery(loomStream_t stream) {
+  Status s = checkStream(stream, "loomStreamQuery");
+  if (!s.isOk()) return fail(nullptr, s);
+  s = stream->impl.query();
+  if (s.code() == Code::kInProgress) return loomInProgress;
+  return s.isOk() ? loomSuccess : fail(nullptr, s);
+}
+
+loomResult_t loomStreamDestroy(loomStream_t stream) {
+  Status s = checkStream(stream, "loomStreamDestroy");
+  if (!s.isOk()) return fail(nullptr, s);
+  (void)stream->impl.synchronize();
+  loom::api::unregisterStream(stream);
+  delete stream;
+  return loomSuccess;
+}
+
+loomResult_t loomGroupStart(void) { return loom::api::groupStart(); }
+loomResult_t loomGroupEnd(void) { return loom::api::groupEnd(); }
+
+}  // extern "C"

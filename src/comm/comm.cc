@@ -1,0 +1,193 @@
+#include "comm/comm.h"
+
+#include <cstring>
+
+#include "algorithms/ring.h"
+#include "comm/host_identity.h"
+#include "comm/stream.h"
+#include "comm/transport_registry.h"
+#include "common/format.h"
+
+namespace loom {
+
+// Peer rank -> the connection of the transport that serves that peer.
+class Communicator::LinkTable final : public algo::Links {
+ public:
+  explicit LinkTable(int nranks) : byPeer_(static_cast<size_t>(nranks), nullptr) {}
+  void set(int peer, transport::Transport* t) { byPeer_[static_cast<size_t>(peer)] = t; }
+  transport::SendConnection& sendTo(int peer) override { return byPeer_[static_cast<size_t>(peer)]->sendTo(peer); }
+  transport::RecvConnection& recvFrom(int peer) override { return byPeer_[static_cast<size_t>(peer)]->recvFrom(peer); }
+
+ private:
+  std::vector<transport::Transport*> byPeer_;
+};
+
+Communicator::Communicator(Config config, int rank, int nranks)
+    : config_(std::move(config)), rank_(rank), nranks_(nranks), log_(config_.log, rank) {}
+
+Communicator::~Communicator() {
+  if (executor_) executor_->shutdown();
+}
+
+Result<std::unique_ptr<Communicator>> Communicator::create(const bootstrap::UniqueId& id, int nranks,
+                                                           int rank) {
+  std::vector<std::string> warnings;
+  Config config = Config::fromEnv(&warnings);
+  std::unique_ptr<Communicator> comm(new Communicator(std::move(config), rank, nranks));
+  for (const auto& w : warnings) LOOM_WARN(comm->log_, kSubsysEnv, "%s", w.c_str());
+  LOOM_TRY(comm->connectPeers(id).withContext(strprintf("init of rank %d of %d: ", rank, nranks)));
+  comm->executor_ = std::make_unique<Executor>();
+  LOOM_INFO(comm->log_, kSubsysInit, "comm %p rank %d nranks %d ready (chunk %zu B x %d slots, timeout %.0f s)",
+            static_cast<void*>(comm.get()), rank, nranks, comm->config_.chunkBytes, comm->config_.fifoSlots,
+            comm->config_.timeoutSeconds);
+  return comm;
+}
+
+WaitContext Communicator::makeWait() const {
+  WaitContext wait;
+  wait.deadline = Deadline::after(config_.timeoutSeconds);
+  wait.abort = &abort_;
+  wait.spinCount = config_.spinCount;
+  wait.yieldCount = config_.yieldCount;
+  return wait;
+}
+
+Status Communicator::connectPeers(const bootstrap::UniqueId& id) {
+  auto boot = bootstrap::Bootstrap::connect(id, rank_, nranks_, makeWait(), log_);
+  LOOM_TRY(boot.status());
+  bootstrap_ = std::move(boot).value();
+
+  peers_.assign(static_cast<size_t>(nranks_), transport::PeerInfo{});
+  peers_[static_cast<size_t>(rank_)] = localPeerInfo(rank_);
+  LOOM_TRY(bootstrap_->allGather(peers_.data(), sizeof(transport::PeerInfo), makeWait()));
+  for (int r = 0; r < nranks_; ++r) {
+    peers_[static_cast<size_t>(r)].hostName[sizeof(peers_[0].hostName) - 1] = '\0';
+    LOOM_ENFORCE(peers_[static_cast<size_t>(r)].rank == r, Code::kInternalError,
+                 "bootstrap returned the peer table out of order at slot %d", r);
+  }
+
+  // Every rank instantiates every backend and calls connect() on each, in
+  // registry order, because connect() is collective (it may use the bootstrap).
+  links_ = std::make_unique<LinkTable>(nranks_);
+  const auto& self = peers_[static_cast<size_t>(rank_)];
+  std::vector<std::vector<int>> served(transportRegistry().size());
+  for (int peer = 0; peer < nranks_; ++peer) {
+    if (peer == rank_) continue;
+    const auto& other = peers_[static_cast<size_t>(peer)];
+    size_t chosen = served.size();
+    for (size_t t = 0; t < transportRegistry().size() && chosen == served.size(); ++t)
+      if (transportRegistry()[t]->canConnect(self, other, config_)) chosen = t;
+    LOOM_ENFORCE(chosen < served.size(), Code::kSystemError,
+                 "no transport can connect rank %d (host %s) with rank %d (host %s)", rank_, self.hostName,
+                 peer, other.hostName);
+    served[chosen].push_back(peer);
+  }
+  transport::SetupContext setup;
+  setup.rank = rank_;
+  setup.nranks = nranks_;
+  setup.peers = &peers_;
+  setup.jobTag = id.jobTag();
+  setup.config = &config_;
+  setup.log = log_;
+  setup.bootstrap = bootstrap_.get();
+  setup.wait = makeWait();
+  for (size_t t = 0; t < served.size(); ++t) {
+    auto backend = transportRegistry()[t]->create();
+    LOOM_TRY(backend->connect(setup, served[t]));
+    for (int peer : served[t]) links_->set(peer, backend.get());
+    if (!served[t].empty())
+      LOOM_INFO(log_, kSubsysTransport, "%s serves %zu peer(s)", backend->name(), served[t].size());
+    transports_.push_back(std::move(backend));
+  }
+  return Status::ok();
+}
+
+const algo::AlgorithmInfo& Communicator::selectAlgorithm(const algo::CollArgs& args) const {
+  // One algorithm per collective for now; the cost-model tuner replaces this.
+  for (const auto& a : algo::ringAlgorithms())
+    if (a.type == args.type) return a;
+  return algo::ringAlgorithms().front();
+}
+
+Status Communicator::execute(const algo::CollArgs& args, const CompletionPtr& after) {
+  if (abort_.load()) return makeError(Code::kRemoteError, "communicator of rank %d was aborted", rank_);
+  if (failed_.load()) return asyncError();
+  WaitContext wait = makeWait();
+  if (after) {
+    // Stream order: the previous op of the same stream may run on another communicator.
+    Status dep = waitUntil([&] { return after->done(); }, nullptr, wait,
+                           [] { return std::string("the previous operation on the stream"); });
+    if (!dep.isOk()) return dep;
+  }
+  const auto& algorithm = selectAlgorithm(args);
+  algo::AlgoContext ctx;
+  ctx.rank = rank_;
+  ctx.nranks = nranks_;
+  ctx.links = links_.get();
+  ctx.wait = wait;
+  ctx.chunkBytes = config_.chunkBytes;
+  LOOM_TRACE(log_, kSubsysColl, "%s %s count %zu %s %s root %d", algo::collTypeName(args.type), algorithm.name,
+             args.count, dataTypeName(args.dtype), redOpName(args.op), args.root);
+  Status status = algorithm.run(args, ctx);
+  if (!status.isOk()) {
+    status = status.withContext(strprintf("%s (%s, count %zu, %s) on rank %d: ", algo::collTypeName(args.type),
+                                          algorithm.name, args.count, dataTypeName(args.dtype), rank_));
+    recordError(status);
+  }
+  return status;
+}
+
+void Communicator::recordError(const Status& status) {
+  {
+    std::lock_guard<std::mutex> lock(errorMu_);
+    if (asyncError_.isOk()) asyncError_ = status;
+  }
+  failed_.store(true);
+  LOOM_WARN(log_, kSubsysColl, "%s", status.message().c_str());
+}
+
+CompletionPtr Communicator::enqueueAsync(const algo::CollArgs& args, Stream* stream) {
+  auto completion = std::make_shared<Completion>();
+  CompletionPtr after = stream ? stream->push(completion) : nullptr;
+  executor_->submit({[this, args, after] { return execute(args, after); }, completion}, true);
+  return completion;
+}
+
+Status Communicator::enqueue(const algo::CollArgs& args, Stream* stream) {
+  if (stream) {
+    (void)enqueueAsync(args, stream);
+    return Status::ok();
+  }
+  auto completion = std::make_shared<Completion>();
+  executor_->submit({[this, args] { return execute(args, nullptr); }, completion}, false);
+  executor_->runUntil(completion);
+  return completion->status();
+}
+
+Status Communicator::asyncError() const {
+  std::lock_guard<std::mutex> lock(errorMu_);
+  return asyncError_;
+}
+
+void Communicator::abort() {
+  abort_.store(true);
+  recordError(makeError(Code::kRemoteError, "communicator of rank %d was aborted", rank_));
+}
+
+void Communicator::flush() {
+  auto marker = std::make_shared<Completion>();
+  executor_->submit({[] { return Status::ok(); }, marker}, false);
+  executor_->runUntil(marker);
+}
+
+void Communicator::setLastError(const std::string& message) {
+  std::lock_guard<std::mutex> lock(errorMu_);
+  lastError_ = message;
+}
+
+std::string Communicator::lastError() const {
+  std::lock_guard<std::mutex> lock(errorMu_);
+  return lastError_;
+}
+
+}  // namespace loom

@@ -1,0 +1,53 @@
+// The progress engine of one communicator: runs its operations in the order
+// they were submitted, on a worker thread (asynchronous streams) or on the
+// calling thread (blocking calls: no thread hand-off, so no futex wake-up on
+// the latency path).
+//
+// Exactly one thread runs operations at a time (runMu_), so the transports and
+// algorithms below never see concurrent calls on one communicator.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+
+#include "comm/completion.h"
+
+namespace loom {
+
+struct PendingOp {
+  std::function<Status()> work;  // the whole operation, including waits on stream predecessors
+  CompletionPtr completion;
+};
+
+class Executor {
+ public:
+  Executor();
+  ~Executor();  // finishes queued operations, then joins the worker
+  Executor(const Executor&) = delete;
+  Executor& operator=(const Executor&) = delete;
+
+  // Queues `op`. With wakeWorker, the worker thread will run it; otherwise the
+  // caller is expected to call runUntil(op.completion).
+  void submit(PendingOp op, bool wakeWorker);
+  // Runs queued operations on this thread until `target` has completed.
+  void runUntil(const CompletionPtr& target);
+  // Stops the worker after the queue is empty (idempotent).
+  void shutdown();
+
+ private:
+  void workerLoop();
+  // Pops and runs one operation; false if the queue was empty. Needs runMu_.
+  bool runOne();
+
+  std::mutex queueMu_;
+  std::condition_variable queueCv_;
+  std::deque<PendingOp> queue_;
+  bool stopping_ = false;
+  std::mutex runMu_;
+  std::thread worker_;
+};
+
+}  // namespace loom

@@ -1,0 +1,40 @@
+#include "comm/host_identity.h"
+
+#include <unistd.h>
+
+#include <cstring>
+#include <fstream>
+#include <string>
+
+namespace loom {
+namespace {
+
+uint64_t fnv1a(const std::string& text, uint64_t hash = 1469598103934665603ull) {
+  for (unsigned char c : text) {
+    hash ^= c;
+    hash *= 1099511628211ull;
+  }
+  return hash;
+}
+
+std::string bootId() {
+  std::ifstream in("/proc/sys/kernel/random/boot_id");
+  std::string id;
+  std::getline(in, id);
+  return id;
+}
+
+}  // namespace
+
+transport::PeerInfo localPeerInfo(int rank) {
+  transport::PeerInfo info;
+  info.rank = rank;
+  info.pid = static_cast<int>(getpid());
+  char host[256] = {0};
+  if (gethostname(host, sizeof(host) - 1) != 0) std::strcpy(host, "unknown");
+  std::strncpy(info.hostName, host, sizeof(info.hostName) - 1);
+  info.hostHash = fnv1a(bootId(), fnv1a(host));
+  return info;
+}
+
+}  // namespace loom

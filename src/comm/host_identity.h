@@ -1,0 +1,12 @@
+// Who this process is, as published to every peer during bootstrap.
+#pragma once
+
+#include "transports/transport.h"
+
+namespace loom {
+
+// Fills pid, host name and a host hash (host name + kernel boot id, so two
+// machines that share a host name still differ).
+transport::PeerInfo localPeerInfo(int rank);
+
+}  // namespace loom
