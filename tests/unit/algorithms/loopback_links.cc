@@ -1,0 +1,92 @@
+#include "loopback_links.h"
+
+#include <chrono>
+
+namespace loom::testing {
+namespace {
+
+Status waitFor(std::unique_lock<std::mutex>& lock, std::condition_variable& cv, const WaitContext& wait,
+               const std::function<bool()>& ready, const char* what) {
+  while (!ready()) {
+    if (wait.deadline.expired()) return makeError(Code::kTimeout, "loopback: timed out waiting for %s", what);
+    cv.wait_for(lock, std::chrono::milliseconds(5));
+  }
+  return Status::ok();
+}
+
+class LoopSend final : public transport::SendConnection {
+ public:
+  LoopSend(LoopbackFabric& f, int from, int to) : fabric_(f), fifo_(f.fifo(from, to)) {}
+  size_t chunkBytes() const override { return fabric_.chunkBytes(); }
+  Status acquire(std::byte** slot, const WaitContext& wait) override {
+    std::unique_lock<std::mutex> lock(fifo_.mu);
+    LOOM_TRY(waitFor(lock, fifo_.cv, wait, [&] { return fifo_.inFlight < fabric_.slots(); }, "a free slot"));
+    fifo_.writing.assign(fabric_.chunkBytes(), std::byte{0xEE});  // garbage beyond what gets committed
+    *slot = fifo_.writing.data();
+    return Status::ok();
+  }
+  void commit(size_t bytes) override {
+    std::lock_guard<std::mutex> lock(fifo_.mu);
+    fifo_.writing.resize(bytes);
+    fifo_.committed.push_back(std::move(fifo_.writing));
+    fifo_.writing.clear();
+    ++fifo_.inFlight;
+    fifo_.cv.notify_all();
+  }
+
+ private:
+  LoopbackFabric& fabric_;
+  LoopbackFabric::Fifo& fifo_;
+};
+
+class LoopRecv final : public transport::RecvConnection {
+ public:
+  LoopRecv(LoopbackFabric& f, int from, int to) : fabric_(f), fifo_(f.fifo(from, to)) {}
+  size_t chunkBytes() const override { return fabric_.chunkBytes(); }
+  Status acquire(const std::byte** data, size_t* bytes, const WaitContext& wait) override {
+    std::unique_lock<std::mutex> lock(fifo_.mu);
+    LOOM_TRY(waitFor(lock, fifo_.cv, wait, [&] { return !fifo_.committed.empty(); }, "a chunk"));
+    reading_ = std::move(fifo_.committed.front());
+    fifo_.committed.pop_front();
+    *data = reading_.data();
+    *bytes = reading_.size();
+    return Status::ok();
+  }
+  void release() override {
+    std::lock_guard<std::mutex> lock(fifo_.mu);
+    reading_.clear();
+    --fifo_.inFlight;
+    fifo_.cv.notify_all();
+  }
+
+ private:
+  LoopbackFabric& fabric_;
+  LoopbackFabric::Fifo& fifo_;
+  std::vector<std::byte> reading_;
+};
+
+class LoopLinks final : public algo::Links {
+ public:
+  LoopLinks(LoopbackFabric& f, int rank, int nranks) {
+    for (int p = 0; p < nranks; ++p) {
+      sends_.push_back(std::make_unique<LoopSend>(f, rank, p));
+      recvs_.push_back(std::make_unique<LoopRecv>(f, p, rank));
+    }
+  }
+  transport::SendConnection& sendTo(int peer) override { return *sends_[static_cast<size_t>(peer)]; }
+  transport::RecvConnection& recvFrom(int peer) override { return *recvs_[static_cast<size_t>(peer)]; }
+
+ private:
+  std::vector<std::unique_ptr<LoopSend>> sends_;
+  std::vector<std::unique_ptr<LoopRecv>> recvs_;
+};
+
+}  // namespace
+
+LoopbackFabric::LoopbackFabric(int nranks, size_t chunkBytes, int slots)
+    : nranks_(nranks), chunkBytes_(chunkBytes), slots_(slots) {
+  for (int i = 0; i < nranks * nranks; ++i) fifos_.push_back(std::make_unique<Fifo>());
+  for (int r = 0; r < nranks; ++r) links_.push_back(std::make_unique<LoopLinks>(*this, r, nranks));
+}
+
+}  // namespace loom::testing

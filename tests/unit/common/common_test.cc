@@ -1,0 +1,166 @@
+// The common layer: configuration snapshot, log settings, waits.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <thread>
+
+#include "common/config.h"
+#include "common/log.h"
+#include "common/status.h"
+#include "common/wait.h"
+
+namespace loom {
+namespace {
+
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old, had_ = true;
+    setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (had_) setenv(name_, old_.c_str(), 1);
+    else unsetenv(name_);
+  }
+
+ private:
+  const char* name_;
+  std::string old_;
+  bool had_ = false;
+};
+
+TEST(Config, DefaultsWhenUnset) {
+  unsetenv("LOOM_TIMEOUT");
+  unsetenv("LOOM_CHUNK_SIZE");
+  Config c = Config::fromEnv();
+  EXPECT_EQ(c.timeoutSeconds, 300.0);
+  EXPECT_EQ(c.chunkBytes, 256u * 1024);
+  EXPECT_EQ(c.fifoSlots, 4);
+}
+
+TEST(Config, ParsesSuffixesAndRejectsGarbageWithWarnings) {
+  ScopedEnv chunk("LOOM_CHUNK_SIZE", "1M");
+  ScopedEnv timeout("LOOM_TIMEOUT", "2.5");
+  ScopedEnv slots("LOOM_SHM_SLOTS", "1");  // below the minimum of 2
+  std::vector<std::string> warnings;
+  Config c = Config::fromEnv(&warnings);
+  EXPECT_EQ(c.chunkBytes, 1u << 20);
+  EXPECT_EQ(c.timeoutSeconds, 2.5);
+  EXPECT_EQ(c.fifoSlots, 4);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("LOOM_SHM_SLOTS"), std::string::npos);
+}
+
+TEST(Config, ChunkSizeMustBeMultipleOf64) {
+  ScopedEnv chunk("LOOM_CHUNK_SIZE", "5000");
+  std::vector<std::string> warnings;
+  Config c = Config::fromEnv(&warnings);
+  EXPECT_EQ(c.chunkBytes, 256u * 1024);
+  EXPECT_EQ(warnings.size(), 1u);
+}
+
+TEST(Config, EveryKnobIsDocumented) {
+  for (const auto& k : configKnobs()) {
+    EXPECT_EQ(std::string(k.env).rfind("LOOM_", 0), 0u);
+    EXPECT_GT(std::string(k.doc).size(), 10u);
+  }
+}
+
+TEST(LogSettings, SubsystemMaskParsing) {
+  EXPECT_EQ(LogSettings::parseSubsys("INIT"), static_cast<uint32_t>(kSubsysInit));
+  EXPECT_EQ(LogSettings::parseSubsys("init,algo"), static_cast<uint32_t>(kSubsysInit | kSubsysAlgo));
+  uint32_t excl = LogSettings::parseSubsys("^BOOTSTRAP");
+  EXPECT_EQ(excl & kSubsysBootstrap, 0u);
+  EXPECT_NE(excl & kSubsysInit, 0u);
+  EXPECT_EQ(LogSettings::parseLevel("info"), LogLevel::kInfo);
+  EXPECT_EQ(LogSettings::parseLevel("TRACE"), LogLevel::kTrace);
+}
+
+TEST(Logger, FiltersByLevelAndSubsystem) {
+  LogSettings s;
+  s.level = LogLevel::kInfo;
+  s.subsysMask = kSubsysInit;
+  Logger log(s, 3);
+  EXPECT_TRUE(log.enabled(LogLevel::kInfo, kSubsysInit));
+  EXPECT_FALSE(log.enabled(LogLevel::kInfo, kSubsysAlgo));
+  EXPECT_TRUE(log.enabled(LogLevel::kWarn, kSubsysAlgo));  // warnings ignore the mask
+  EXPECT_FALSE(log.enabled(LogLevel::kTrace, kSubsysInit));
+}
+
+TEST(Logger, LinePrefixHasHostPidAndRank) {
+  char path[] = "/tmp/loom_log_test_XXXXXX";
+  int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  FILE* f = fdopen(fd, "w+");
+  LogSettings s;
+  s.level = LogLevel::kInfo;
+  s.sink = f;
+  Logger(s, 5).log(LogLevel::kInfo, kSubsysInit, "hello %d", 42);
+  fflush(f);
+  rewind(f);
+  char line[512] = {0};
+  ASSERT_NE(fgets(line, sizeof(line), f), nullptr);
+  std::string text(line);
+  EXPECT_NE(text.find(":" + std::to_string(getpid()) + ":"), std::string::npos) << text;
+  EXPECT_NE(text.find("[5] LOOM INFO INIT hello 42"), std::string::npos) << text;
+  fclose(f);
+  unlink(path);
+}
+
+TEST(Wait, TimesOutWithDescription) {
+  WaitContext ctx;
+  ctx.deadline = Deadline::after(0.05);
+  WaitSignal sig;
+  auto start = Clock::now();
+  Status s = waitUntil([] { return false; }, &sig, ctx, [] { return std::string("the moon"); });
+  EXPECT_EQ(s.code(), Code::kTimeout);
+  EXPECT_NE(s.message().find("the moon"), std::string::npos);
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(2));
+}
+
+TEST(Wait, AbortFlagStopsTheWait) {
+  std::atomic<bool> abort{false};
+  WaitContext ctx;
+  ctx.abort = &abort;
+  WaitSignal sig;
+  std::thread aborter([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    abort = true;
+  });
+  Status s = waitUntil([] { return false; }, &sig, ctx, [] { return std::string("x"); });
+  aborter.join();
+  EXPECT_EQ(s.code(), Code::kRemoteError);
+}
+
+TEST(Wait, SleepingWaiterIsWokenBySignal) {
+  std::atomic<bool> ready{false};
+  WaitSignal sig;
+  WaitContext ctx;
+  ctx.spinCount = 0;
+  ctx.yieldCount = 0;  // go straight to the futex
+  ctx.deadline = Deadline::after(10);
+  std::thread writer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    ready.store(true);
+    sig.notify();
+  });
+  auto start = Clock::now();
+  Status s = waitUntil([&] { return ready.load(); }, &sig, ctx, [] { return std::string("x"); });
+  writer.join();
+  EXPECT_TRUE(s.isOk());
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));
+}
+
+TEST(Status, ErrorsCarryCodeAndMessage) {
+  Status s = makeError(Code::kInvalidArgument, "root %d out of range", 9);
+  EXPECT_FALSE(s.isOk());
+  EXPECT_EQ(s.code(), Code::kInvalidArgument);
+  EXPECT_EQ(s.message(), "root 9 out of range");
+  EXPECT_EQ(s.withContext("rank 2: ").message(), "rank 2: root 9 out of range");
+  Status sys = makeSystemError(ENOENT, "open %s", "/x");
+  EXPECT_EQ(sys.code(), Code::kSystemError);
+  EXPECT_NE(sys.message().find("No such file"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace loom
