@@ -1,0 +1,34 @@
+// The root's event loop, run on its own detached thread by startRoot().
+//
+// One thread serves every connection with poll(): connections are admitted
+// only after presenting the job secret in a Hello within the hello timeout;
+// strangers are logged (LOOM_WARN, with their address) and closed. When all
+// nranks ranks are present each gets the address table; when the deadline
+// passes first each present rank gets an error naming the missing ranks.
+// Either way the thread then closes everything and exits.
+#pragma once
+
+#include <string>
+
+#include "bootstrap/bootstrap.h"
+#include "bootstrap/socket.h"
+#include "common/log.h"
+#include "common/wait.h"
+
+namespace loom::bootstrap {
+
+// Everything the root thread uses, owned by it.
+struct RootSettings {
+  Socket listener;
+  std::string addressText;  // "10.0.0.1:29500", for messages
+  Secret secret{};
+  Deadline deadline;
+  double timeoutSeconds = 0;  // what `deadline` was set from, for messages
+  double helloTimeoutSeconds = 0;
+  Logger log;
+};
+
+// Runs the rendezvous to completion or timeout; never throws.
+void runRoot(RootSettings settings);
+
+}  // namespace loom::bootstrap
