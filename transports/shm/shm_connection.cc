@@ -1,0 +1,112 @@
+#include "transports/shm/shm_connection.h"
+
+#include "common/format.h"
+
+namespace loom::transport::shm {
+
+ShmSendConnection::ShmSendConnection(const FifoView& fifo, int selfRank, int peerRank)
+    : fifo_(fifo), selfRank_(selfRank), peerRank_(peerRank) {
+  // Counters start where the shared ones are (zero for a fresh segment).
+  head_ = fifo_.control->head.load(std::memory_order_relaxed);
+  tailSeen_ = fifo_.control->tail.load(std::memory_order_acquire);
+  slotIndex_ = static_cast<uint32_t>(head_ % fifo_.slotCount);
+}
+
+Status ShmSendConnection::acquire(std::byte** slot, const WaitContext& wait) {
+  if (!misuse_.isOk()) return misuse_;
+  if (!hasRoom()) {
+    FifoControl* control = fifo_.control;
+    auto ready = [&] {
+      // Pairs with the receiver's release store: its reads of the slot are done.
+      tailSeen_ = control->tail.load(std::memory_order_acquire);
+      return hasRoom();
+    };
+    auto what = [&] {
+      return strprintf("a free slot to send to rank %d over shm (rank %d holds %u unreleased chunks from rank %d)",
+                       peerRank_, peerRank_, fifo_.slotCount, selfRank_);
+    };
+    LOOM_TRY(waitUntil(ready, &control->released, wait, what));
+  }
+  acquired_ = true;
+  *slot = fifo_.slots + slotIndex_ * fifo_.slotStride;
+  return Status::ok();
+}
+
+void ShmSendConnection::commit(size_t bytes) {
+  if (!acquired_ || bytes > fifo_.chunkBytes) {
+    if (misuse_.isOk())
+      misuse_ = acquired_ ? makeError(Code::kInternalError,
+                                      "shm send to rank %d: commit of %zu bytes exceeds the chunk size %llu",
+                                      peerRank_, bytes, static_cast<unsigned long long>(fifo_.chunkBytes))
+                          : makeError(Code::kInternalError, "shm send to rank %d: commit without acquire",
+                                      peerRank_);
+    return;
+  }
+  acquired_ = false;
+  FifoControl* control = fifo_.control;
+  control->bytes[slotIndex_] = bytes;
+  // Release: the slot's payload and byte count are visible before the new head.
+  control->head.store(++head_, std::memory_order_release);
+  control->committed.notify();
+  if (++slotIndex_ == fifo_.slotCount) slotIndex_ = 0;
+}
+
+ShmRecvConnection::ShmRecvConnection(const FifoView& fifo, int selfRank, int peerRank)
+    : fifo_(fifo), selfRank_(selfRank), peerRank_(peerRank) {
+  tail_ = fifo_.control->tail.load(std::memory_order_relaxed);
+  headSeen_ = fifo_.control->head.load(std::memory_order_acquire);
+  slotIndex_ = static_cast<uint32_t>(tail_ % fifo_.slotCount);
+}
+
+Status ShmRecvConnection::acquire(const std::byte** data, size_t* bytes, const WaitContext& wait) {
+  if (!misuse_.isOk()) return misuse_;
+  if (headSeen_ == tail_) {
+    FifoControl* control = fifo_.control;
+    auto ready = [&] {
+      // Pairs with the sender's release store: payload and byte count are visible.
+      headSeen_ = control->head.load(std::memory_order_acquire);
+      return headSeen_ != tail_;
+    };
+    auto what = [&] { return strprintf("chunk from rank %d to rank %d over shm", peerRank_, selfRank_); };
+    LOOM_TRY(waitUntil(ready, &control->committed, wait, what));
+  }
+  uint64_t n = fifo_.control->bytes[slotIndex_];
+  // The count comes from another process: never hand out a range past the slot.
+  if (n > fifo_.chunkBytes)
+    return makeError(Code::kInternalError,
+                     "shm chunk from rank %d to rank %d claims %llu bytes, more than the %llu-byte slot "
+                     "(corrupted segment?)",
+                     peerRank_, selfRank_, static_cast<unsigned long long>(n),
+                     static_cast<unsigned long long>(fifo_.chunkBytes));
+  acquired_ = true;
+  *data = fifo_.slots + slotIndex_ * fifo_.slotStride;
+  *bytes = static_cast<size_t>(n);
+  return Status::ok();
+}
+
+void ShmRecvConnection::release() {
+  if (!acquired_) {
+    if (misuse_.isOk())
+      misuse_ = makeError(Code::kInternalError, "shm receive from rank %d: release without acquire", peerRank_);
+    return;
+  }
+  acquired_ = false;
+  FifoControl* control = fifo_.control;
+  // Release: our reads of the slot complete before the sender may overwrite it.
+  control->tail.store(++tail_, std::memory_order_release);
+  control->released.notify();
+  if (++slotIndex_ == fifo_.slotCount) slotIndex_ = 0;
+}
+
+Status UnconnectedSend::acquire(std::byte** slot, const WaitContext&) {
+  *slot = nullptr;
+  return {Code::kInvalidUsage, message_};
+}
+
+Status UnconnectedRecv::acquire(const std::byte** data, size_t* bytes, const WaitContext&) {
+  *data = nullptr;
+  *bytes = 0;
+  return {Code::kInvalidUsage, message_};
+}
+
+}  // namespace loom::transport::shm

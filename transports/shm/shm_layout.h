@@ -1,0 +1,102 @@
+// The byte layout of a shared-memory segment, shared by every process that
+// maps it. Each rank owns one segment holding one FIFO per inbound peer:
+//
+//   offset 0            SegmentHeader + FifoEntry[fifoCount]   (headerBytes, page multiple)
+//   entry.offset        FifoControl (one page): head line, tail line, byte counts
+//   entry.offset + 4K   slot 0 | slot 1 | ... | slot (slots-1)  (slotStride apart)
+//
+// Everything here is plain data plus lock-free atomics, so it works between
+// processes as well as between threads (the segment is mapped once per user,
+// at different virtual addresses). The owner fills the header before the
+// first bootstrap exchange of connect(); peers only read it after that
+// exchange, so the header needs no atomics of its own.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "common/wait.h"
+
+namespace loom::transport::shm {
+
+constexpr uint64_t kSegmentMagic = 0x4d48534d4f4f4cull;  // "LOOMSHM"
+constexpr uint32_t kLayoutVersion = 1;
+constexpr size_t kPageBytes = 4096;
+constexpr size_t kCacheLineBytes = 64;
+// The control page holds the two cache lines below plus one byte count per slot.
+constexpr int kMaxSlots = (kPageBytes - 2 * kCacheLineBytes) / sizeof(uint64_t);
+
+constexpr size_t roundUp(size_t value, size_t multiple) {
+  return (value + multiple - 1) / multiple * multiple;
+}
+
+// Where the FIFO written by `senderRank` lives inside the segment.
+struct FifoEntry {
+  int32_t senderRank;
+  uint32_t reserved;
+  uint64_t offset;  // bytes from the segment start, page aligned
+};
+
+struct SegmentHeader {
+  uint64_t magic;
+  uint32_t version;
+  int32_t ownerRank;    // the receiver of every FIFO in the segment
+  uint32_t fifoCount;
+  uint32_t slots;       // chunks in flight per FIFO
+  uint64_t chunkBytes;  // payload bytes per slot
+  uint64_t slotStride;  // distance between slots (chunkBytes rounded up)
+  uint64_t fifoBytes;   // control page + slots
+  uint64_t headerBytes; // this header + the entry table, page multiple
+  uint64_t totalBytes;  // the whole segment
+
+  FifoEntry* entries() { return reinterpret_cast<FifoEntry*>(this + 1); }
+  const FifoEntry* entries() const { return reinterpret_cast<const FifoEntry*>(this + 1); }
+};
+
+// The synchronisation state of one FIFO. `head` counts chunks committed and
+// is written only by the sender; `tail` counts chunks released and is written
+// only by the receiver; both only grow, so head - tail is the number of
+// chunks in flight. Each counter shares its cache line with the signal its
+// writer notifies, so a commit or release dirties exactly one line, and the
+// two writers never contend for a line.
+struct FifoControl {
+  // Sender-written line.
+  alignas(kCacheLineBytes) std::atomic<uint64_t> head{0};
+  WaitSignal committed;  // notified after head advances; the receiver sleeps on it
+  // Receiver-written line.
+  alignas(kCacheLineBytes) std::atomic<uint64_t> tail{0};
+  WaitSignal released;  // notified after tail advances; the sender sleeps on it
+  // Byte count of each slot, written by the sender before it publishes head
+  // (ordered by head's release store), read by the receiver after it sees head.
+  alignas(kCacheLineBytes) uint64_t bytes[kMaxSlots];
+};
+
+static_assert(sizeof(FifoControl) <= kPageBytes, "FIFO control block must fit one page");
+static_assert(std::atomic<uint64_t>::is_always_lock_free, "shared-memory counters must be lock free");
+static_assert(std::atomic<uint32_t>::is_always_lock_free, "shared-memory signals must be lock free");
+
+// Sizes of a segment with `fifoCount` FIFOs, computed the same way by owner and peers.
+struct SegmentGeometry {
+  uint32_t slots = 0;
+  uint64_t chunkBytes = 0;
+  uint64_t slotStride = 0;
+  uint64_t fifoBytes = 0;
+  uint64_t headerBytes = 0;
+  uint64_t totalBytes = 0;
+
+  static SegmentGeometry compute(uint32_t fifoCount, uint32_t slots, uint64_t chunkBytes) {
+    SegmentGeometry g;
+    g.slots = slots;
+    g.chunkBytes = chunkBytes;
+    // Page-aligned slots for chunk-sized payloads (whole pages per slot);
+    // small test chunks only need cache-line alignment.
+    g.slotStride = roundUp(chunkBytes, chunkBytes >= kPageBytes ? kPageBytes : kCacheLineBytes);
+    g.fifoBytes = roundUp(kPageBytes + slots * g.slotStride, kPageBytes);
+    g.headerBytes = roundUp(sizeof(SegmentHeader) + fifoCount * sizeof(FifoEntry), kPageBytes);
+    g.totalBytes = g.headerBytes + fifoCount * g.fifoBytes;
+    return g;
+  }
+};
+
+}  // namespace loom::transport::shm

@@ -1,0 +1,247 @@
+#include "transports/shm/shm_transport.h"
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <optional>
+#include <vector>
+
+#include "bootstrap/bootstrap.h"
+#include "common/format.h"
+#include "transports/shm/shm_connection.h"
+#include "transports/shm/shm_layout.h"
+#include "transports/shm/shm_segment.h"
+
+namespace loom::transport::shm {
+namespace {
+
+class ShmTransport final : public Transport {
+ public:
+  ShmTransport()
+      : invalidSend_("shm: no connection for that peer rank (out of range, or connect() has not succeeded)"),
+        invalidRecv_("shm: no connection for that peer rank (out of range, or connect() has not succeeded)") {}
+  ~ShmTransport() override { unlinkOwn(); }
+
+  const char* name() const override { return "shm"; }
+  Status connect(const SetupContext& ctx, const std::vector<int>& peers) override;
+  SendConnection& sendTo(int peer) override;
+  RecvConnection& recvFrom(int peer) override;
+
+ private:
+  Status validate(const SetupContext& ctx, const std::vector<int>& peers) const;
+  Status createOwnSegment(const SetupContext& ctx);
+  Status connectToPeer(const SetupContext& ctx, int peer);
+  Status exchangeOutcome(const SetupContext& ctx, const Status& local, const char* step) const;
+  void unlinkOwn();
+
+  bool connected_ = false;
+  std::vector<int> peers_;  // sorted
+  SegmentLocation own_;
+  bool ownLinked_ = false;
+  Mapping ownMapping_;
+  std::vector<Mapping> peerMappings_;  // the FIFO this rank writes, in each peer's segment
+  std::vector<std::unique_ptr<SendConnection>> send_;  // indexed by rank
+  std::vector<std::unique_ptr<RecvConnection>> recv_;
+  UnconnectedSend invalidSend_;
+  UnconnectedRecv invalidRecv_;
+};
+
+Status ShmTransport::validate(const SetupContext& ctx, const std::vector<int>& peers) const {
+  LOOM_ENFORCE(ctx.config != nullptr, Code::kInvalidArgument, "shm: SetupContext.config is null");
+  LOOM_ENFORCE(ctx.config->chunkBytes >= 1, Code::kInvalidArgument, "shm: chunk size (LOOM_CHUNK_SIZE) is 0");
+  LOOM_ENFORCE(ctx.config->fifoSlots >= 1 && ctx.config->fifoSlots <= kMaxSlots, Code::kInvalidArgument,
+               "shm: %d FIFO slots (LOOM_SHM_SLOTS) out of range [1, %d]", ctx.config->fifoSlots, kMaxSlots);
+  LOOM_ENFORCE(!ctx.jobTag.empty() && ctx.jobTag.find('/') == std::string::npos, Code::kInvalidArgument,
+               "shm: job tag \"%s\" must be non-empty and contain no '/'", ctx.jobTag.c_str());
+  std::vector<int> sorted = peers;
+  std::sort(sorted.begin(), sorted.end());
+  for (size_t i = 0; i < sorted.size(); ++i) {
+    LOOM_ENFORCE(sorted[i] >= 0 && sorted[i] < ctx.nranks, Code::kInvalidArgument,
+                 "shm: peer rank %d out of range [0, %d) on rank %d", sorted[i], ctx.nranks, ctx.rank);
+    LOOM_ENFORCE(i == 0 || sorted[i] != sorted[i - 1], Code::kInvalidArgument,
+                 "shm: peer rank %d listed twice on rank %d", sorted[i], ctx.rank);
+  }
+  return Status::ok();
+}
+
+// Step 1: the segment every inbound peer writes into, with its header and
+// FIFO control blocks initialised before any peer can see it.
+Status ShmTransport::createOwnSegment(const SetupContext& ctx) {
+  const Config& cfg = *ctx.config;
+  auto fifoCount = static_cast<uint32_t>(peers_.size());
+  SegmentGeometry g = SegmentGeometry::compute(fifoCount, static_cast<uint32_t>(cfg.fifoSlots), cfg.chunkBytes);
+  own_ = SegmentLocation(cfg.shmDir, ctx.jobTag, ctx.rank);
+  Result<Mapping> mapped = createSegment(own_, g.totalBytes, ctx.rank);
+  if (!mapped.isOk()) return mapped.status();
+  ownLinked_ = true;
+  ownMapping_ = std::move(mapped).value();
+
+  auto* header = new (ownMapping_.data()) SegmentHeader{};
+  header->magic = kSegmentMagic;
+  header->version = kLayoutVersion;
+  header->ownerRank = ctx.rank;
+  header->fifoCount = fifoCount;
+  header->slots = g.slots;
+  header->chunkBytes = g.chunkBytes;
+  header->slotStride = g.slotStride;
+  header->fifoBytes = g.fifoBytes;
+  header->headerBytes = g.headerBytes;
+  header->totalBytes = g.totalBytes;
+  for (uint32_t i = 0; i < fifoCount; ++i) {
+    uint64_t offset = g.headerBytes + i * g.fifoBytes;
+    header->entries()[i] = FifoEntry{peers_[i], 0, offset};
+    FifoView view{new (ownMapping_.data() + offset) FifoControl{}, ownMapping_.data() + offset + kPageBytes,
+                  g.slots, g.slotStride, g.chunkBytes};
+    recv_[peers_[i]] = std::make_unique<ShmRecvConnection>(view, ctx.rank, peers_[i]);
+  }
+  LOOM_INFO(ctx.log, kSubsysTransport, "shm: created %s (%u inbound FIFOs x %u slots x %llu bytes, %llu bytes)",
+            own_.path().c_str(), fifoCount, g.slots, static_cast<unsigned long long>(g.chunkBytes),
+            static_cast<unsigned long long>(g.totalBytes));
+  return Status::ok();
+}
+
+// Step 2: map the FIFO `peer` keeps for this rank, after checking that the
+// peer's segment describes the same geometry.
+Status ShmTransport::connectToPeer(const SetupContext& ctx, int peer) {
+  const Config& cfg = *ctx.config;
+  SegmentLocation where(cfg.shmDir, ctx.jobTag, peer);
+  uint64_t fileBytes = 0;
+  Result<UniqueFd> fd = openPeerSegment(where, peer, &fileBytes);
+  if (!fd.isOk()) return fd.status();
+  LOOM_ENFORCE(fileBytes >= kPageBytes, Code::kSystemError, "shm: segment %s of peer rank %d is truncated (%llu bytes)",
+               where.path().c_str(), peer, static_cast<unsigned long long>(fileBytes));
+  Result<Mapping> headerMap = mapRange(fd->get(), 0, kPageBytes, false, where, peer);
+  if (!headerMap.isOk()) return headerMap.status();
+  SegmentHeader header;
+  std::memcpy(&header, headerMap->data(), sizeof header);
+  LOOM_ENFORCE(header.magic == kSegmentMagic && header.version == kLayoutVersion && header.ownerRank == peer,
+               Code::kSystemError, "shm: segment %s does not hold a Loom v%u segment of peer rank %d",
+               where.path().c_str(), kLayoutVersion, peer);
+  LOOM_ENFORCE(header.slots == static_cast<uint32_t>(cfg.fifoSlots) && header.chunkBytes == cfg.chunkBytes,
+               Code::kInvalidUsage,
+               "shm: peer rank %d uses %u slots of %llu bytes, rank %d uses %d of %zu "
+               "(LOOM_SHM_SLOTS and LOOM_CHUNK_SIZE must match on every rank)",
+               peer, header.slots, static_cast<unsigned long long>(header.chunkBytes), ctx.rank, cfg.fifoSlots,
+               cfg.chunkBytes);
+  SegmentGeometry g = SegmentGeometry::compute(header.fifoCount, header.slots, header.chunkBytes);
+  LOOM_ENFORCE(g.headerBytes == header.headerBytes && g.totalBytes == header.totalBytes &&
+                   g.totalBytes <= fileBytes,
+               Code::kSystemError, "shm: segment %s of peer rank %d has an inconsistent size", where.path().c_str(),
+               peer);
+  if (g.headerBytes > kPageBytes) {
+    headerMap = mapRange(fd->get(), 0, g.headerBytes, false, where, peer);
+    if (!headerMap.isOk()) return headerMap.status();
+  }
+  const auto* entries = reinterpret_cast<const SegmentHeader*>(headerMap->data())->entries();
+  const FifoEntry* mine = std::find_if(entries, entries + header.fifoCount,
+                                       [&](const FifoEntry& e) { return e.senderRank == ctx.rank; });
+  LOOM_ENFORCE(mine != entries + header.fifoCount, Code::kInvalidUsage,
+               "shm: peer rank %d does not expect chunks from rank %d (the shm peer lists are not symmetric)", peer,
+               ctx.rank);
+  // A bad offset would map past the file, which faults (SIGBUS) on first use.
+  LOOM_ENFORCE(mine->offset % kPageBytes == 0 && mine->offset >= g.headerBytes &&
+                   mine->offset + g.fifoBytes <= g.totalBytes,
+               Code::kSystemError, "shm: segment %s of peer rank %d places the FIFO for rank %d outside the segment",
+               where.path().c_str(), peer, ctx.rank);
+  Result<Mapping> fifoMap = mapRange(fd->get(), mine->offset, g.fifoBytes, true, where, peer);
+  if (!fifoMap.isOk()) return fifoMap.status();
+  std::byte* base = fifoMap->data();
+  FifoView view{reinterpret_cast<FifoControl*>(base), base + kPageBytes, g.slots, g.slotStride, g.chunkBytes};
+  send_[peer] = std::make_unique<ShmSendConnection>(view, ctx.rank, peer);
+  peerMappings_.push_back(std::move(fifoMap).value());
+  return Status::ok();
+}
+
+// Every rank contributes whether its step succeeded; all learn who failed.
+Status ShmTransport::exchangeOutcome(const SetupContext& ctx, const Status& local, const char* step) const {
+  if (ctx.nranks == 1) return local;
+  std::vector<int32_t> failed(ctx.nranks, 0);
+  failed[ctx.rank] = local.isOk() ? 0 : 1;
+  Status gathered = ctx.bootstrap->allGather(failed.data(), sizeof(int32_t), ctx.wait);
+  if (!local.isOk()) return local;
+  if (!gathered.isOk()) return gathered.withContext(strprintf("shm: exchange after %s: ", step));
+  std::string who;
+  for (int r = 0; r < ctx.nranks; ++r)
+    if (failed[r]) who += (who.empty() ? "" : ", ") + std::to_string(r);
+  if (who.empty()) return Status::ok();
+  return makeError(Code::kRemoteError, "shm: %s failed on rank(s) %s (see their error)", step, who.c_str());
+}
+
+Status ShmTransport::connect(const SetupContext& ctx, const std::vector<int>& peers) {
+  // Errors that make the outcome exchange itself impossible (or that no peer
+  // shares): fail locally, leaving any existing connection intact.
+  LOOM_ENFORCE(!connected_, Code::kInvalidUsage, "shm: connect() called twice on one transport");
+  LOOM_ENFORCE(ctx.nranks >= 1 && ctx.rank >= 0 && ctx.rank < ctx.nranks, Code::kInvalidArgument,
+               "shm: rank %d out of range [0, %d)", ctx.rank, ctx.nranks);
+  LOOM_ENFORCE(ctx.bootstrap != nullptr || ctx.nranks == 1, Code::kInvalidArgument,
+               "shm: SetupContext.bootstrap is null with %d ranks", ctx.nranks);
+  LOOM_ENFORCE(ctx.bootstrap == nullptr || (ctx.bootstrap->rank() == ctx.rank && ctx.bootstrap->nranks() == ctx.nranks),
+               Code::kInvalidArgument, "shm: SetupContext says rank %d of %d but its bootstrap says rank %d of %d",
+               ctx.rank, ctx.nranks, ctx.bootstrap->rank(), ctx.bootstrap->nranks());
+  Status status = validate(ctx, peers);
+  if (status.isOk()) {
+    peers_ = peers;
+    std::sort(peers_.begin(), peers_.end());
+    send_.clear();
+    recv_.clear();
+    send_.resize(ctx.nranks);
+    recv_.resize(ctx.nranks);
+    if (!peers_.empty()) status = createOwnSegment(ctx);
+  }
+  status = exchangeOutcome(ctx, status, "creating shared-memory segments");
+  if (status.isOk()) {
+    for (int peer : peers_) {
+      status = connectToPeer(ctx, peer);
+      if (!status.isOk()) break;
+    }
+    status = exchangeOutcome(ctx, status, "mapping peers' shared-memory segments");
+  }
+  // Every peer has mapped its FIFO (or setup failed): the name is no longer needed.
+  unlinkOwn();
+  if (!status.isOk()) {
+    peerMappings_.clear();
+    send_.clear();
+    recv_.clear();
+    ownMapping_.reset();
+    return status;
+  }
+  for (int r = 0; r < ctx.nranks; ++r) {
+    std::string why = strprintf("shm: rank %d has no connection to rank %d (not among its shm peers)", ctx.rank, r);
+    if (!send_[r]) send_[r] = std::make_unique<UnconnectedSend>(why);
+    if (!recv_[r]) recv_[r] = std::make_unique<UnconnectedRecv>(why);
+  }
+  connected_ = true;
+  return Status::ok();
+}
+
+void ShmTransport::unlinkOwn() {
+  if (!ownLinked_) return;
+  own_.unlink();
+  ownLinked_ = false;
+}
+
+SendConnection& ShmTransport::sendTo(int peer) {
+  if (!connected_ || peer < 0 || peer >= static_cast<int>(send_.size())) return invalidSend_;
+  return *send_[peer];
+}
+
+RecvConnection& ShmTransport::recvFrom(int peer) {
+  if (!connected_ || peer < 0 || peer >= static_cast<int>(recv_.size())) return invalidRecv_;
+  return *recv_[peer];
+}
+
+bool canConnect(const PeerInfo& self, const PeerInfo& peer, const Config&) { return self.hostHash == peer.hostHash; }
+
+std::unique_ptr<Transport> create() { return std::make_unique<ShmTransport>(); }
+
+constexpr TransportFactory kShmFactory{"shm", &canConnect, &create};
+
+}  // namespace
+}  // namespace loom::transport::shm
+
+namespace loom::transport {
+
+const TransportFactory& shmTransportFactory() { return shm::kShmFactory; }
+
+}  // namespace loom::transport
