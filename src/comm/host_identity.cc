@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <string>
@@ -32,7 +33,7 @@ transport::PeerInfo localPeerInfo(int rank) {
   info.pid = static_cast<int>(getpid());
   char host[256] = {0};
   if (gethostname(host, sizeof(host) - 1) != 0) std::strcpy(host, "unknown");
-  std::strncpy(info.hostName, host, sizeof(info.hostName) - 1);
+  std::snprintf(info.hostName, sizeof(info.hostName), "%s", host);  // truncates long names
   info.hostHash = fnv1a(bootId(), fnv1a(host));
   return info;
 }

@@ -1,6 +1,7 @@
 #include "loopback_links.h"
 
 #include <chrono>
+#include <functional>
 
 namespace loom::testing {
 namespace {
