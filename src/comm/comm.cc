@@ -171,7 +171,12 @@ Status Communicator::asyncError() const {
 
 void Communicator::abort() {
   abort_.store(true);
-  recordError(makeError(Code::kRemoteError, "communicator of rank %d was aborted", rank_));
+  {
+    std::lock_guard<std::mutex> lock(errorMu_);
+    if (asyncError_.isOk()) asyncError_ = makeError(Code::kRemoteError, "communicator of rank %d was aborted", rank_);
+  }
+  failed_.store(true);
+  LOOM_INFO(log_, kSubsysInit, "comm %p rank %d aborted", static_cast<void*>(this), rank_);
 }
 
 void Communicator::flush() {

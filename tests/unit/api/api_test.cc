@@ -1,0 +1,179 @@
+// The C API's lifecycle and error channel, and the C++ wrapper over it.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "loom/loom.h"
+#include "loom/loom.hpp"
+
+namespace {
+
+std::vector<loomComm_t> clique(int n) {
+  std::vector<loomComm_t> comms(static_cast<size_t>(n), nullptr);
+  EXPECT_EQ(loomCommInitAll(comms.data(), n, nullptr), loomSuccess) << loomGetLastError(nullptr);
+  return comms;
+}
+
+void destroyAll(std::vector<loomComm_t>& comms) {
+  for (auto c : comms) EXPECT_EQ(loomCommDestroy(c), loomSuccess);
+}
+
+TEST(Api, VersionAndErrorStrings) {
+  int v = 0;
+  EXPECT_EQ(loomGetVersion(&v), loomSuccess);
+  EXPECT_EQ(v, LOOM_VERSION_CODE);
+  EXPECT_STREQ(loomGetErrorString(loomSuccess), "success");
+  EXPECT_STREQ(loomGetErrorString(loomTimeout), "timeout");
+  EXPECT_STREQ(loomGetErrorString(static_cast<loomResult_t>(99)), "unknown result code");
+  EXPECT_EQ(loomGetVersion(nullptr), loomInvalidArgument);
+  EXPECT_NE(std::string(loomGetLastError(nullptr)).find("version"), std::string::npos);
+}
+
+TEST(Api, CountRankAndDestroyedCommIsRejected) {
+  auto comms = clique(3);
+  for (int i = 0; i < 3; ++i) {
+    int n = 0, r = -1;
+    EXPECT_EQ(loomCommCount(comms[i], &n), loomSuccess);
+    EXPECT_EQ(loomCommUserRank(comms[i], &r), loomSuccess);
+    EXPECT_EQ(n, 3);
+    EXPECT_EQ(r, i);
+  }
+  loomComm_t gone = comms[0];
+  destroyAll(comms);
+  int n = 0;
+  EXPECT_EQ(loomCommCount(gone, &n), loomInvalidArgument);
+  EXPECT_NE(std::string(loomGetLastError(nullptr)).find("not a live communicator"), std::string::npos);
+  float x = 0;
+  EXPECT_EQ(loomAllReduce(&x, &x, 1, loomFloat, loomSum, gone, nullptr), loomInvalidArgument);
+}
+
+TEST(Api, OneThreadCreatesAndDrivesACliqueInsideGroups) {
+  // NCCL's single-thread multi-rank pattern: inits and collectives deferred
+  // to loomGroupEnd, where they run concurrently.
+  const int n = 4;
+  loomUniqueId id;
+  ASSERT_EQ(loomGetUniqueId(&id), loomSuccess);
+  std::vector<loomComm_t> comms(n);
+  ASSERT_EQ(loomGroupStart(), loomSuccess);
+  for (int i = 0; i < n; ++i) ASSERT_EQ(loomCommInitRank(&comms[i], n, id, i), loomSuccess);
+  ASSERT_EQ(loomGroupEnd(), loomSuccess) << loomGetLastError(nullptr);
+
+  std::vector<std::vector<int32_t>> bufs(n, std::vector<int32_t>(1000));
+  for (int i = 0; i < n; ++i)
+    for (int k = 0; k < 1000; ++k) bufs[i][k] = i * k;
+  ASSERT_EQ(loomGroupStart(), loomSuccess);
+  for (int i = 0; i < n; ++i)
+    ASSERT_EQ(loomAllReduce(bufs[i].data(), bufs[i].data(), 1000, loomInt32, loomSum, comms[i], nullptr), loomSuccess);
+  ASSERT_EQ(loomGroupEnd(), loomSuccess) << loomGetLastError(nullptr);
+  for (int i = 0; i < n; ++i)
+    for (int k = 0; k < 1000; ++k) ASSERT_EQ(bufs[i][k], 6 * k) << "rank " << i;
+  destroyAll(comms);
+}
+
+TEST(Api, GroupMisuse) {
+  EXPECT_EQ(loomGroupEnd(), loomInvalidUsage);
+  EXPECT_NE(std::string(loomGetLastError(nullptr)).find("without a matching loomGroupStart"), std::string::npos);
+  auto comms = clique(1);
+  float x = 1;
+  ASSERT_EQ(loomGroupStart(), loomSuccess);
+  ASSERT_EQ(loomAllReduce(&x, &x, 1, loomFloat, loomSum, comms[0], nullptr), loomSuccess);
+  EXPECT_EQ(loomCommDestroy(comms[0]), loomInvalidUsage);  // work of it is pending in the group
+  ASSERT_EQ(loomGroupEnd(), loomSuccess);
+  destroyAll(comms);
+}
+
+TEST(Api, StreamsRunInOrderAcrossCommunicators) {
+  // Two cliques of two ranks; each rank thread puts an allreduce on clique A
+  // then one on clique B that consumes A's result, on one stream.
+  auto a = clique(2);
+  auto b = clique(2);
+  std::vector<std::thread> threads;
+  std::vector<int64_t> results(2);
+  for (int r = 0; r < 2; ++r)
+    threads.emplace_back([&, r] {
+      loomStream_t s;
+      ASSERT_EQ(loomStreamCreate(&s), loomSuccess);
+      std::vector<int64_t> x(50000, r + 1), y(50000, 0), z(50000, 0);
+      ASSERT_EQ(loomAllReduce(x.data(), y.data(), x.size(), loomInt64, loomSum, a[r], s), loomSuccess);
+      ASSERT_EQ(loomAllReduce(y.data(), z.data(), y.size(), loomInt64, loomProd, b[r], s), loomSuccess);
+      loomResult_t q = loomStreamQuery(s);
+      EXPECT_TRUE(q == loomSuccess || q == loomInProgress);
+      ASSERT_EQ(loomStreamSynchronize(s), loomSuccess);
+      EXPECT_EQ(loomStreamQuery(s), loomSuccess);
+      results[r] = z[49999];
+      EXPECT_EQ(loomStreamDestroy(s), loomSuccess);
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(results[0], 9);  // (1+2) * (1+2)
+  EXPECT_EQ(results[1], 9);
+  destroyAll(a);
+  destroyAll(b);
+}
+
+TEST(Api, AsyncErrorIsSuccessOnHealthyComm) {
+  auto comms = clique(1);
+  loomResult_t e = loomInternalError;
+  EXPECT_EQ(loomCommGetAsyncError(comms[0], &e), loomSuccess);
+  EXPECT_EQ(e, loomSuccess);
+  EXPECT_EQ(loomCommAbort(comms[0]), loomSuccess);
+}
+
+TEST(Api, UniqueIdFromEnvExplainsWhatIsMissing) {
+  unsetenv("LOOM_JOB_SECRET");
+  setenv("RANK", "1", 1);
+  setenv("WORLD_SIZE", "2", 1);
+  setenv("MASTER_PORT", "29999", 1);
+  loomUniqueId id;
+  EXPECT_EQ(loomGetUniqueIdFromEnv(&id, nullptr, nullptr), loomInvalidArgument);
+  EXPECT_NE(std::string(loomGetLastError(nullptr)).find("LOOM_JOB_SECRET"), std::string::npos);
+  setenv("RANK", "5", 1);
+  setenv("LOOM_JOB_SECRET", "00112233445566778899aabbccddeeff", 1);
+  EXPECT_EQ(loomGetUniqueIdFromEnv(&id, nullptr, nullptr), loomInvalidArgument);
+  EXPECT_NE(std::string(loomGetLastError(nullptr)).find("RANK"), std::string::npos);
+  for (const char* v : {"RANK", "WORLD_SIZE", "MASTER_PORT", "LOOM_JOB_SECRET"}) unsetenv(v);
+}
+
+TEST(Api, GarbageUniqueIdIsRejected) {
+  loomUniqueId id;
+  std::memset(id.internal, 0x5a, sizeof(id.internal));
+  loomComm_t comm = nullptr;
+  EXPECT_EQ(loomCommInitRank(&comm, 2, id, 0), loomInvalidArgument);
+  EXPECT_EQ(comm, nullptr);
+}
+
+TEST(CppWrapper, AllReduceBroadcastAndErrors) {
+  auto raw = clique(2);
+  // Adopt nothing: the wrapper creates its own communicators from an id.
+  destroyAll(raw);
+  loomUniqueId id;
+  ASSERT_EQ(loomGetUniqueId(&id), loomSuccess);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r)
+    threads.emplace_back([&, r] {
+      loompp::Comm comm(2, id, r);
+      EXPECT_EQ(comm.rank(), r);
+      EXPECT_EQ(comm.size(), 2);
+      std::vector<double> v(10, r + 0.5);
+      comm.allReduce(std::span<double>(v), loomMax);
+      EXPECT_EQ(v[9], 1.5);
+      loompp::Stream s;
+      std::vector<int32_t> w(5, r == 1 ? 7 : 0);
+      comm.broadcast(std::span<int32_t>(w), 1, &s);
+      s.synchronize();
+      EXPECT_EQ(w[4], 7);
+      try {
+        comm.broadcast(std::span<int32_t>(w), 5);
+        ADD_FAILURE() << "root 5 accepted";
+      } catch (const loompp::Error& e) {
+        EXPECT_EQ(e.code(), loomInvalidArgument);
+        EXPECT_NE(std::string(e.what()).find("root 5"), std::string::npos) << e.what();
+      }
+    });
+  for (auto& t : threads) t.join();
+}
+
+}  // namespace
