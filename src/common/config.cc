@@ -42,6 +42,7 @@ const std::vector<KnobDoc>& configKnobs() {
       {"LOOM_SPIN", "2000", "busy polls before a wait starts to yield the core"},
       {"LOOM_YIELD", "200", "sched_yield polls before a wait sleeps on a futex"},
       {"LOOM_SHM_DIR", "/dev/shm", "directory of shared-memory segments"},
+      {"LOOM_KERNEL_ISA", "best", "cap the reduction kernels' instruction set (portable, avx2, avx512); read once per process since it describes the CPU"},
       {"LOOM_DEBUG", "WARN", "log level: NONE, VERSION, WARN, INFO, TRACE"},
       {"LOOM_DEBUG_SUBSYS", "ALL", "comma list of INIT,BOOTSTRAP,TRANSPORT,ALGO,COLL,KERNEL,ENV,PROGRESS; ^ excludes"},
       {"LOOM_DEBUG_FILE", "", "log file instead of stderr; %h host, %p pid"},
