@@ -47,8 +47,8 @@ WaitContext Communicator::makeWait() const {
   WaitContext wait;
   wait.deadline = Deadline::after(config_.timeoutSeconds);
   wait.abort = &abort_;
-  wait.spinCount = config_.spinCount;
-  wait.yieldCount = config_.yieldCount;
+  wait.spinMicros = config_.spinMicros;
+  wait.yieldMicros = config_.yieldMicros;
   return wait;
 }
 

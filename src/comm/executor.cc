@@ -44,8 +44,8 @@ void Executor::runUntil(const CompletionPtr& target) {
     // and the worker will run it too unless we get the lock first.
     WaitContext briefly;
     briefly.deadline = Deadline::after(0.001);
-    briefly.spinCount = 100;
-    briefly.yieldCount = 10;
+    briefly.spinMicros = 2;
+    briefly.yieldMicros = 20;
     (void)target->wait(briefly, "operation");
   }
 }

@@ -33,8 +33,8 @@ Status Stream::synchronize() {
   // Every op's own waits are bounded by its communicator's LOOM_TIMEOUT and
   // its abort flag, so each completes in bounded time; this wait needs none.
   WaitContext forever;
-  forever.spinCount = 200;
-  forever.yieldCount = 50;
+  forever.spinMicros = 5;
+  forever.yieldMicros = 100;
   for (auto& op : pending) (void)op->wait(forever, "stream operation");
   std::lock_guard<std::mutex> lock(mu_);
   pruneLocked();

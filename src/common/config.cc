@@ -39,8 +39,8 @@ const std::vector<KnobDoc>& configKnobs() {
       {"LOOM_TIMEOUT", "300", "seconds any blocking wait may last before it fails with loomTimeout"},
       {"LOOM_CHUNK_SIZE", "256K", "bytes per pipelined chunk (one FIFO slot); K/M suffixes; multiple of 64, 4K..64M"},
       {"LOOM_SHM_SLOTS", "4", "chunks in flight per shared-memory connection (2..64)"},
-      {"LOOM_SPIN", "2000", "busy polls before a wait starts to yield the core"},
-      {"LOOM_YIELD", "200", "sched_yield polls before a wait sleeps on a futex"},
+      {"LOOM_SPIN_US", "5", "microseconds a wait busy-polls before it starts to yield the core"},
+      {"LOOM_YIELD_US", "200", "microseconds a wait polls with sched_yield before it sleeps on a futex"},
       {"LOOM_SHM_DIR", "/dev/shm", "directory of shared-memory segments"},
       {"LOOM_KERNEL_ISA", "best", "cap the reduction kernels' instruction set (portable, avx2, avx512); read once per process since it describes the CPU"},
       {"LOOM_DEBUG", "WARN", "log level: NONE, VERSION, WARN, INFO, TRACE"},
@@ -69,10 +69,10 @@ Config Config::fromEnv(std::vector<std::string>* warnings) {
   }
   if (const char* v = std::getenv("LOOM_SHM_SLOTS"); v && *v)
     if (!parseInt(v, 2, 64, &c.fifoSlots)) warn("LOOM_SHM_SLOTS", v, "expected an integer in [2, 64]");
-  if (const char* v = std::getenv("LOOM_SPIN"); v && *v)
-    if (!parseInt(v, 0, 100000000, &c.spinCount)) warn("LOOM_SPIN", v, "expected a non-negative integer");
-  if (const char* v = std::getenv("LOOM_YIELD"); v && *v)
-    if (!parseInt(v, 0, 100000000, &c.yieldCount)) warn("LOOM_YIELD", v, "expected a non-negative integer");
+  if (const char* v = std::getenv("LOOM_SPIN_US"); v && *v)
+    if (!parseInt(v, 0, 10000000, &c.spinMicros)) warn("LOOM_SPIN_US", v, "expected microseconds in [0, 1e7]");
+  if (const char* v = std::getenv("LOOM_YIELD_US"); v && *v)
+    if (!parseInt(v, 0, 10000000, &c.yieldMicros)) warn("LOOM_YIELD_US", v, "expected microseconds in [0, 1e7]");
   if (const char* v = std::getenv("LOOM_SHM_DIR"); v && *v) c.shmDir = v;
   c.log = LogSettings::fromEnv();
   return c;

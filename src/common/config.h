@@ -16,8 +16,8 @@ struct Config {
   double timeoutSeconds = 300.0;       // LOOM_TIMEOUT: deadline of every blocking wait
   size_t chunkBytes = 256 * 1024;      // LOOM_CHUNK_SIZE: bytes per pipelined chunk (one FIFO slot)
   int fifoSlots = 4;                   // LOOM_SHM_SLOTS: chunks in flight per peer connection
-  int spinCount = 2000;                // LOOM_SPIN: busy polls before a wait starts yielding
-  int yieldCount = 200;                // LOOM_YIELD: sched_yield polls before a wait sleeps
+  int spinMicros = 5;                  // LOOM_SPIN_US: busy polling before a wait starts yielding
+  int yieldMicros = 200;               // LOOM_YIELD_US: sched_yield polling before a wait sleeps
   std::string shmDir = "/dev/shm";     // LOOM_SHM_DIR: where shared-memory segments live
   LogSettings log;                     // LOOM_DEBUG, LOOM_DEBUG_SUBSYS, LOOM_DEBUG_FILE
 

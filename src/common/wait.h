@@ -48,8 +48,8 @@ struct WaitSignal {
 struct WaitContext {
   Deadline deadline;
   const std::atomic<bool>* abort = nullptr;  // set by loomCommAbort / a failed peer
-  int spinCount = 2000;
-  int yieldCount = 200;
+  int spinMicros = 5;     // busy polling first (a cache-line hand-off is ~50 ns)
+  int yieldMicros = 200;  // then sched_yield, then futex sleep
 
   bool aborted() const { return abort && abort->load(std::memory_order_relaxed); }
 };
@@ -70,11 +70,20 @@ void yieldCore();
 // returning std::string) describing what was being waited for.
 template <class Ready, class What>
 Status waitUntil(Ready&& ready, WaitSignal* signal, const WaitContext& ctx, What&& what) {
-  for (int i = 0; i < ctx.spinCount; ++i) {
-    if (ready()) return Status::ok();
-    cpuRelax();
+  if (ready()) return Status::ok();
+  // Phases are bounded in time, not iterations: a `pause` costs 10 to 140
+  // cycles depending on the CPU, and an unbounded spin on an oversubscribed
+  // core only delays the peer we are waiting for.
+  const Clock::time_point start = Clock::now();
+  const auto spinEnd = start + std::chrono::microseconds(ctx.spinMicros);
+  while (Clock::now() < spinEnd) {
+    for (int i = 0; i < 16; ++i) {
+      if (ready()) return Status::ok();
+      cpuRelax();
+    }
   }
-  for (int i = 0; i < ctx.yieldCount; ++i) {
+  const auto yieldEnd = start + std::chrono::microseconds(ctx.spinMicros + ctx.yieldMicros);
+  for (int i = 0; Clock::now() < yieldEnd; ++i) {
     if (ready()) return Status::ok();
     if ((i & 15) == 15 && ctx.aborted()) break;
     yieldCore();

@@ -136,8 +136,8 @@ TEST(Wait, SleepingWaiterIsWokenBySignal) {
   std::atomic<bool> ready{false};
   WaitSignal sig;
   WaitContext ctx;
-  ctx.spinCount = 0;
-  ctx.yieldCount = 0;  // go straight to the futex
+  ctx.spinMicros = 0;
+  ctx.yieldMicros = 0;  // go straight to the futex
   ctx.deadline = Deadline::after(10);
   std::thread writer([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));

@@ -109,7 +109,7 @@ std::string runChildRank(int fd, int rank, int nranks, const std::string& tag, b
   if (!st.isOk()) return "barrier after connect: " + st.message();
   if (!leftoverSegments(tag).empty()) return "segment left after connect: " + leftoverSegments(tag)[0];
   WaitContext wait = waitFor(20);
-  if (futexOnly) wait.spinCount = wait.yieldCount = 0;
+  if (futexOnly) wait.spinMicros = wait.yieldMicros = 0;
   for (uint64_t c = 0; c < 40 && st.isOk(); ++c) {
     for (int k = 1; k < nranks && st.isOk(); ++k) {
       int dst = (rank + k) % nranks;

@@ -120,15 +120,15 @@ TEST(ShmTransport, AllPairsForTwoToEightRanks) {
 // must still arrive.
 TEST(ShmTransport, FutexOnlyWaitsStillDeliver) {
   Config cfg = smallConfig(1024, 2);
-  cfg.spinCount = 0;
-  cfg.yieldCount = 0;
+  cfg.spinMicros = 0;
+  cfg.yieldMicros = 0;
   World w = connectWorld(2, uniqueJobTag(), cfg, pairPeers);
   ASSERT_TRUE(w.allOk()) << w.firstError();
   std::vector<Status> results(2);
   runRankThreads(2, [&](int rank) {
     WaitContext wait = waitFor(20);
-    wait.spinCount = 0;
-    wait.yieldCount = 0;
+    wait.spinMicros = 0;
+    wait.yieldMicros = 0;
     for (uint64_t c = 0; c < 300 && results[rank].isOk(); ++c) {
       size_t n = chunkSizeFor(0, 1, c, cfg.chunkBytes);
       results[rank] = rank == 0 ? sendPatternChunk(w.transports[0]->sendTo(1), 0, 1, c, n, wait)
