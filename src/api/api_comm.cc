@@ -37,7 +37,7 @@ loom::Result<std::string> numericHost(const std::string& host) {
   addrinfo* res = nullptr;
   int rc = getaddrinfo(host.c_str(), nullptr, &hints, &res);
   if (rc != 0 || !res)
-    return loom::makeError(Code::kInvalidArgument, "cannot resolve MASTER_ADDR '%s': %s", host.c_str(),
+    return loom::makeError(Code::kInvalidArgument, "cannot resolve address '%s': %s", host.c_str(),
                            gai_strerror(rc));
   char buf[NI_MAXHOST] = {0};
   rc = getnameinfo(res->ai_addr, res->ai_addrlen, buf, sizeof(buf), nullptr, 0, NI_NUMERICHOST);
@@ -83,7 +83,15 @@ const char* loomGetLastError(loomComm_t comm) {
 loomResult_t loomGetUniqueId(loomUniqueId* uniqueId) {
   return guarded(nullptr, [&]() -> loomResult_t {
     if (!uniqueId) return fail(nullptr, loom::makeError(Code::kInvalidArgument, "loomGetUniqueId: uniqueId is NULL"));
-    auto id = loom::bootstrap::startRoot("", 0, loom::bootstrap::randomSecret(), processTimeout(),
+    // Loopback unless told otherwise: a job that spans hosts names the root's
+    // address (LOOM_BOOTSTRAP_ADDR, or MASTER_ADDR through loomGetUniqueIdFromEnv).
+    std::string host = "127.0.0.1";
+    if (const char* addr = std::getenv("LOOM_BOOTSTRAP_ADDR"); addr && *addr) {
+      auto numeric = numericHost(addr);
+      if (!numeric.isOk()) return fail(nullptr, numeric.status().withContext("LOOM_BOOTSTRAP_ADDR: "));
+      host = numeric.value();
+    }
+    auto id = loom::bootstrap::startRoot(host, 0, loom::bootstrap::randomSecret(), processTimeout(),
                                          loom::Logger::process());
     if (!id.isOk()) return fail(nullptr, id.status());
     std::memset(uniqueId->internal, 0, sizeof(uniqueId->internal));

@@ -7,6 +7,9 @@
 #include "comm/stream.h"
 #include "comm/transport_registry.h"
 #include "common/format.h"
+#include "kernels/reduce.h"
+#include "loom/loom.h"
+
 
 namespace loom {
 
@@ -37,6 +40,9 @@ Result<std::unique_ptr<Communicator>> Communicator::create(const bootstrap::Uniq
   for (const auto& w : warnings) LOOM_WARN(comm->log_, kSubsysEnv, "%s", w.c_str());
   LOOM_TRY(comm->connectPeers(id).withContext(strprintf("init of rank %d of %d: ", rank, nranks)));
   comm->executor_ = std::make_unique<Executor>();
+  if (rank == 0)
+    LOOM_INFO(comm->log_, kSubsysInit, "Loom %d.%d.%d, reduction kernels: %s", LOOM_MAJOR,
+              LOOM_MINOR, LOOM_PATCH, kernels::isaName(kernels::activeIsa()));
   LOOM_INFO(comm->log_, kSubsysInit, "comm %p rank %d nranks %d ready (chunk %zu B x %d slots, timeout %.0f s)",
             static_cast<void*>(comm.get()), rank, nranks, comm->config_.chunkBytes, comm->config_.fifoSlots,
             comm->config_.timeoutSeconds);

@@ -95,7 +95,8 @@ TEST(Rendezvous, EmptyHostUsesAnInterfaceAddress) {
   Result<SockAddr> parsed = SockAddr::fromNumeric(id.value().rootHost, id.value().rootPort);
   ASSERT_TRUE(parsed.isOk());
   EXPECT_EQ(parsed.value().family(), AF_INET);
-  expectRendezvous(throughWire(id.value()), 2, 2);
+  // No rendezvous here: test traffic stays on loopback, and this address may
+  // be a real interface.
 }
 
 TEST(Rendezvous, SingleRankNeedsNoRing) {
