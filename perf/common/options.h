@@ -1,0 +1,50 @@
+// Command-line options of the perf tools, spelled as nccl-tests spells them
+// (see perf/README.md for the table).
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include <loom/loom.h>
+
+namespace loom::perf {
+
+// -a: how the per-rank times of one measurement become the printed time.
+enum class TimeCombine { kRank0 = 0, kAverage = 1, kMin = 2, kMax = 3 };
+
+struct PerfOptions {
+  int threads = 1;                      // -t: ranks driven by threads of this process
+  int gpus = 1;                         // -g: accepted for compatibility; host memory needs 1
+  size_t minBytes = 32u << 20;          // -b
+  size_t maxBytes = 32u << 20;          // -e
+  size_t stepBytes = 1u << 20;          // -i: additive step, used when stepFactor == 1
+  long stepFactor = 1;                  // -f: multiplicative step
+  int iters = 20;                       // -n: timed iterations
+  int warmupIters = 5;                  // -w: untimed iterations before each measurement
+  int aggIters = 1;                     // -m: operations per iteration, grouped
+  bool check = true;                    // -c
+  std::vector<loomRedOp_t> ops{loomSum};        // -o
+  std::vector<loomDataType_t> types{loomFloat32};  // -d
+  int root = 0;                         // -r
+  bool blocking = false;                // -z: synchronize after every iteration
+  TimeCombine combine = TimeCombine::kAverage;  // -a
+  double timeoutSeconds = 0;            // -T: exported as LOOM_TIMEOUT when > 0
+  std::string jsonPath;                 // -J
+};
+
+enum class ParseOutcome { kRun, kHelp, kError };
+
+// Parses argv into *options. Errors print one line naming the flag and value
+// (and a pointer to -h) to stderr and return kError; callers exit with 2.
+// -h prints the usage to stdout and returns kHelp. With quiet set nothing is
+// printed (for the ranks of a job other than the first).
+ParseOutcome parseOptions(int argc, char** argv, PerfOptions* options, bool quiet = false);
+
+// "8", "64K", "32M", "1G" (powers of 1024, either case); nullopt-like false on garbage.
+bool parseSize(const char* text, size_t* bytes);
+
+// The sizes of the sweep: minBytes, then * stepFactor or + stepBytes, up to maxBytes.
+std::vector<size_t> sweepSizes(const PerfOptions& options);
+
+}  // namespace loom::perf

@@ -1,0 +1,163 @@
+// mpi_all_reduce_perf: the Open MPI baseline for all_reduce_perf. The same
+// sweep, checks and table (perf/common), with MPI_Allreduce on host memory
+// (MPI_IN_PLACE for the in-place column). One rank per MPI process.
+//
+// MPI has no avg: it runs as MPI_SUM followed by a local division, inside the
+// timed region, since Loom's avg includes its division too. MPI has no half
+// or bfloat16 type: -d all skips them and asking for them is an error.
+#include <mpi.h>
+
+#include <climits>
+#include <cstdio>
+#include <optional>
+#include <vector>
+
+#include "common/datatypes.h"
+#include "common/options.h"
+#include "common/sweep.h"
+
+namespace loom::perf {
+namespace {
+
+std::optional<MPI_Datatype> mpiType(loomDataType_t type) {
+  switch (type) {
+    case loomInt8: return MPI_INT8_T;
+    case loomUint8: return MPI_UINT8_T;
+    case loomInt32: return MPI_INT32_T;
+    case loomUint32: return MPI_UINT32_T;
+    case loomInt64: return MPI_INT64_T;
+    case loomUint64: return MPI_UINT64_T;
+    case loomFloat32: return MPI_FLOAT;
+    case loomFloat64: return MPI_DOUBLE;
+    default: return std::nullopt;
+  }
+}
+
+MPI_Op mpiOp(loomRedOp_t op) {
+  switch (op) {
+    case loomProd: return MPI_PROD;
+    case loomMax: return MPI_MAX;
+    case loomMin: return MPI_MIN;
+    default: return MPI_SUM;  // sum, and avg before its division
+  }
+}
+
+// Divides count elements by nranks in place (integers truncate, as Loom's avg).
+void divideInPlace(loomDataType_t type, void* buffer, size_t count, int nranks) {
+  visitType(type, [&](auto codec) {
+    using S = typename decltype(codec)::Storage;
+    S* elements = static_cast<S*>(buffer);
+    for (size_t i = 0; i < count; ++i) elements[i] = static_cast<S>(elements[i] / static_cast<S>(nranks));
+  });
+}
+
+class MpiExecutor final : public RankExecutor {
+ public:
+  MpiExecutor() {
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+    MPI_Comm_size(MPI_COMM_WORLD, &nranks_);
+  }
+  int rank() const override { return rank_; }
+  int nranks() const override { return nranks_; }
+
+  void launch(const CollArgs& a) override {
+    if (a.count > static_cast<size_t>(INT_MAX)) fail("MPI_Allreduce", "count does not fit MPI's int", MPI_SUCCESS);
+    const void* send = a.sendbuff == a.recvbuff ? MPI_IN_PLACE : a.sendbuff;
+    check("MPI_Allreduce", MPI_Allreduce(send, a.recvbuff, static_cast<int>(a.count), *mpiType(a.type), mpiOp(a.op),
+                                         MPI_COMM_WORLD));
+    if (a.op == loomAvg) divideInPlace(a.type, a.recvbuff, a.count, nranks_);
+  }
+  void groupStart() override {}  // -m > 1 is refused for MPI
+  void groupEnd() override {}
+  void synchronize() override {}  // MPI_Allreduce is blocking
+  void barrier() override { check("MPI_Barrier", MPI_Barrier(MPI_COMM_WORLD)); }
+
+  double allReduceDouble(double value, loomRedOp_t op) override {
+    double result = 0;
+    check("MPI_Allreduce (time)", MPI_Allreduce(&value, &result, 1, MPI_DOUBLE, mpiOp(op), MPI_COMM_WORLD));
+    return result;
+  }
+  int64_t allReduceSum(int64_t value) override {
+    int64_t result = 0;
+    check("MPI_Allreduce (error count)", MPI_Allreduce(&value, &result, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD));
+    return result;
+  }
+  std::vector<RankInfo> allGatherInfo(const RankInfo& mine) override {
+    std::vector<RankInfo> all(nranks_);
+    check("MPI_Allgather (rank info)", MPI_Allgather(&mine, sizeof(RankInfo), MPI_BYTE, all.data(), sizeof(RankInfo),
+                                                     MPI_BYTE, MPI_COMM_WORLD));
+    return all;
+  }
+
+ private:
+  void check(const char* call, int code) {
+    if (code == MPI_SUCCESS) return;
+    char text[MPI_MAX_ERROR_STRING] = "";
+    int length = 0;
+    MPI_Error_string(code, text, &length);
+    fail(call, text, code);
+  }
+  [[noreturn]] void fail(const char* call, const char* why, int code) {
+    std::fprintf(stderr, "rank %d: %s failed: %s\n", rank_, call, why);
+    std::fflush(stdout);
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, code == MPI_SUCCESS ? 1 : code);
+    std::_Exit(1);
+  }
+
+  int rank_ = 0;
+  int nranks_ = 1;
+};
+
+BufferLayout layout(size_t bytes, size_t typeSize, int /*nranks*/) {
+  const size_t count = bytes / typeSize;
+  return {count, count, count, 0, 0, count};
+}
+void fillInput(const DataContext& c, void* sendbuff, size_t count) { fillInputs(c.spec, c.rank, 0, sendbuff, count); }
+int64_t countWrong(const DataContext& c, const void* recvbuff, size_t count) {
+  return countWrongReduced(c.spec, 0, recvbuff, count);
+}
+double busBwFactor(int nranks) { return 2.0 * (nranks - 1) / nranks; }
+
+// Flags Open MPI cannot honour; "" when the options are fine. Drops half and
+// bfloat16 from -d all (with a note) since MPI has no such types.
+std::string unsupported(PerfOptions* o, bool printing) {
+  if (o->threads != 1) return "-t must be 1: each MPI process is one rank";
+  if (o->aggIters != 1) return "-m must be 1: MPI has no group calls";
+  std::vector<loomDataType_t> kept;
+  for (loomDataType_t t : o->types)
+    if (mpiType(t)) kept.push_back(t);
+    else if (printing && o->types.size() > 1) std::printf("# skipping -d %s: MPI has no such type\n", typeName(t));
+  if (kept.empty()) return std::string("-d ") + typeName(o->types.front()) + ": MPI has no such type";
+  o->types = kept;
+  return "";
+}
+
+int mpiMain(int argc, char** argv) {
+  MpiExecutor executor;
+  const bool printing = executor.rank() == 0;
+  PerfOptions options;
+  const ParseOutcome parsed = parseOptions(argc, argv, &options, /*quiet=*/!printing);
+  if (parsed != ParseOutcome::kRun) return parsed == ParseOutcome::kHelp ? 0 : 2;
+  if (const std::string why = unsupported(&options, printing); !why.empty()) {
+    if (printing) std::fprintf(stderr, "%s: %s\n", argv[0], why.c_str());
+    return 2;
+  }
+  static const CollectiveShape kShape{"mpi_all_reduce_perf", /*usesOp=*/true, /*usesRoot=*/false, layout, fillInput,
+                                      countWrong, busBwFactor};
+  const SweepOutcome outcome =
+      runSweep(options, kShape, executor, SweepIdentity{"openmpi", "host memory (Open MPI)", 0});
+  // Every rank holds the summed counts, so every process agrees on the status.
+  return outcome.wrong != 0 || outcome.outOfBounds != 0 || !outcome.reportWritten ? 1 : 0;
+}
+
+}  // namespace
+}  // namespace loom::perf
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  const int status = loom::perf::mpiMain(argc, argv);
+  MPI_Finalize();
+  return status;
+}

@@ -1,0 +1,292 @@
+// Tests of the perf harness itself: element conversions, the generated inputs
+// and their checker (against a reference reduction computed here), and the
+// command-line parser.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "common/datatypes.h"
+#include "common/options.h"
+#include "common/test_data.h"
+
+namespace loom::perf {
+namespace {
+
+std::vector<loomDataType_t> allTypes() {
+  std::vector<loomDataType_t> types;
+  for (int t = 0; t < loomNumTypes; ++t) types.push_back(static_cast<loomDataType_t>(t));
+  return types;
+}
+
+// --- half and bfloat16 -------------------------------------------------------
+
+TEST(HalfTest, EveryNonNanPatternRoundTrips) {
+  for (uint32_t h = 0; h <= 0xffff; ++h) {
+    const bool isNan = (h & 0x7c00u) == 0x7c00u && (h & 0x3ffu) != 0;
+    const uint16_t back = floatToHalf(halfToFloat(static_cast<uint16_t>(h)));
+    if (isNan) EXPECT_TRUE(std::isnan(halfToFloat(back))) << h;
+    else EXPECT_EQ(back, h);
+  }
+}
+
+TEST(HalfTest, KnownValues) {
+  EXPECT_EQ(floatToHalf(1.0f), 0x3c00);
+  EXPECT_EQ(floatToHalf(-2.0f), 0xc000);
+  EXPECT_EQ(floatToHalf(65504.0f), 0x7bff);
+  EXPECT_EQ(floatToHalf(65520.0f), 0x7c00);        // rounds to infinity
+  EXPECT_EQ(halfToFloat(floatToHalf(2049.0f)), 2048.0f);  // tie goes to even
+  EXPECT_EQ(halfToFloat(floatToHalf(2051.0f)), 2052.0f);
+  EXPECT_EQ(floatToHalf(0x1p-24f), 0x0001);         // smallest subnormal
+  EXPECT_EQ(floatToHalf(0x1p-25f), 0x0000);         // tie between 0 and 2^-24 goes to even
+  EXPECT_EQ(floatToHalf(0x3p-25f), 0x0002);
+  EXPECT_EQ(floatToHalf(0x1.ffcp-15f), 0x0400);     // rounds up into the smallest normal
+}
+
+// Nearest-even, checked against the neighbours of the chosen value.
+template <class ToBits, class ToFloat>
+void expectNearest(float f, ToBits toBits, ToFloat toFloat) {
+  const uint16_t bits = toBits(f);
+  const double chosen = toFloat(bits);
+  const double error = std::fabs(chosen - f);
+  for (int delta : {-1, 1}) {
+    const uint16_t neighbour = static_cast<uint16_t>(bits + delta);
+    const double other = toFloat(neighbour);
+    if (std::isnan(other) || std::isinf(other) || std::signbit(other) != std::signbit(chosen)) continue;
+    const double otherError = std::fabs(other - f);
+    EXPECT_LE(error, otherError) << f;
+    if (error == otherError) {
+      EXPECT_EQ(bits & 1, 0) << "tie not to even for " << f;
+    }
+  }
+}
+
+TEST(HalfTest, RoundsToNearestEven) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> dist(-65000.0f, 65000.0f);
+  std::uniform_real_distribution<float> tiny(-1e-4f, 1e-4f);
+  for (int i = 0; i < 20000; ++i) {
+    expectNearest(dist(rng), floatToHalf, halfToFloat);
+    expectNearest(tiny(rng), floatToHalf, halfToFloat);
+  }
+}
+
+TEST(Bfloat16Test, RoundTripsAndRoundsToNearestEven) {
+  for (uint32_t b = 0; b <= 0xffff; ++b) {
+    const float f = bfloat16ToFloat(static_cast<uint16_t>(b));
+    if (std::isnan(f)) EXPECT_TRUE(std::isnan(bfloat16ToFloat(floatToBfloat16(f))));
+    else EXPECT_EQ(floatToBfloat16(f), b);
+  }
+  EXPECT_EQ(bfloat16ToFloat(floatToBfloat16(257.0f)), 256.0f);  // tie to even
+  EXPECT_EQ(bfloat16ToFloat(floatToBfloat16(259.0f)), 260.0f);
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> dist(-1e6f, 1e6f);
+  for (int i = 0; i < 20000; ++i) expectNearest(dist(rng), floatToBfloat16, bfloat16ToFloat);
+}
+
+// --- inputs and checker --------------------------------------------------------
+
+constexpr size_t kCount = 777;
+
+struct Case {
+  loomDataType_t type;
+  loomRedOp_t op;
+  int nranks;
+};
+
+std::vector<Case> allCases() {
+  std::vector<Case> cases;
+  for (loomDataType_t type : allTypes())
+    for (int op = 0; op < loomNumOps; ++op)
+      for (int n : {1, 2, 3, 4, 7, 8, 16, 64}) cases.push_back({type, static_cast<loomRedOp_t>(op), n});
+  return cases;
+}
+
+std::vector<std::vector<char>> rankInputs(const DataSpec& spec, size_t first) {
+  std::vector<std::vector<char>> inputs(spec.nranks, std::vector<char>(kCount * typeSize(spec.type)));
+  for (int r = 0; r < spec.nranks; ++r) fillInputs(spec, r, first, inputs[r].data(), kCount);
+  return inputs;
+}
+
+// The reduction computed in double from the stored inputs (the values are small
+// integers, so the double arithmetic is exact), then stored in the type.
+std::vector<char> referenceResult(const DataSpec& spec, const std::vector<std::vector<char>>& inputs) {
+  std::vector<char> out(kCount * typeSize(spec.type));
+  for (size_t i = 0; i < kCount; ++i) {
+    double acc = loadElement(spec.type, inputs[0].data(), i);
+    for (int r = 1; r < spec.nranks; ++r) {
+      const double v = loadElement(spec.type, inputs[r].data(), i);
+      if (spec.op == loomProd) acc *= v;
+      else if (spec.op == loomMax) acc = std::max(acc, v);
+      else if (spec.op == loomMin) acc = std::min(acc, v);
+      else acc += v;
+    }
+    if (spec.op == loomAvg) acc = isFloatType(spec.type) ? acc / spec.nranks : std::trunc(acc / spec.nranks);
+    storeElement(spec.type, out.data(), i, acc);
+  }
+  return out;
+}
+
+// The reduction as a kernel would do it: in the element type, one rank at a
+// time, in the given order (rounding after every step).
+std::vector<char> reduceInType(const DataSpec& spec, const std::vector<std::vector<char>>& inputs, bool reverse) {
+  std::vector<char> acc = inputs[reverse ? spec.nranks - 1 : 0];
+  for (int k = 1; k < spec.nranks; ++k) {
+    const auto& in = inputs[reverse ? spec.nranks - 1 - k : k];
+    for (size_t i = 0; i < kCount; ++i) {
+      const double a = loadElement(spec.type, acc.data(), i), b = loadElement(spec.type, in.data(), i);
+      const double r = spec.op == loomProd ? a * b : spec.op == loomMax ? std::max(a, b)
+                       : spec.op == loomMin ? std::min(a, b) : a + b;
+      storeElement(spec.type, acc.data(), i, r);
+    }
+  }
+  return acc;
+}
+
+TEST(TestDataTest, CheckerAcceptsTheReferenceAndRejectsEveryCorruption) {
+  for (const Case& c : allCases()) {
+    SCOPED_TRACE(std::string(typeName(c.type)) + " " + opName(c.op) + " n=" + std::to_string(c.nranks));
+    const DataSpec spec{c.type, c.op, c.nranks, 1234};
+    const size_t first = 100;
+    const auto inputs = rankInputs(spec, first);
+    std::vector<char> result = referenceResult(spec, inputs);
+    ASSERT_EQ(countWrongReduced(spec, first, result.data(), kCount), 0);
+    // Off by one unit (integers) or by 4 ulp (floats: beyond avg's tolerance).
+    for (size_t i : {size_t{0}, kCount / 2, kCount - 1}) {
+      std::vector<char> bad = result;
+      const double v = loadElement(c.type, bad.data(), i);
+      const double step = isFloatType(c.type) ? 4 * unitInLastPlace(c.type, std::fabs(v)) : 1.0;
+      storeElement(c.type, bad.data(), i, v > 0 ? v - step : v + step);
+      EXPECT_EQ(countWrongReduced(spec, first, bad.data(), kCount), 1) << "index " << i;
+    }
+    // A shifted window of indices is wrong almost everywhere.
+    EXPECT_GT(countWrongReduced(spec, first + 1, result.data(), kCount), 0);
+    std::vector<char> poison(result.size());
+    fillPoison(c.type, poison.data(), kCount);
+    EXPECT_EQ(countWrongReduced(spec, first, poison.data(), kCount), static_cast<int64_t>(kCount));
+  }
+}
+
+TEST(TestDataTest, EveryReductionOrderIsExact) {
+  for (const Case& c : allCases()) {
+    if (c.op == loomAvg) continue;  // avg's division rounds; the checker allows ulps for it
+    SCOPED_TRACE(std::string(typeName(c.type)) + " " + opName(c.op) + " n=" + std::to_string(c.nranks));
+    const DataSpec spec{c.type, c.op, c.nranks, 99};
+    const auto inputs = rankInputs(spec, 0);
+    EXPECT_EQ(countWrongReduced(spec, 0, reduceInType(spec, inputs, false).data(), kCount), 0);
+    EXPECT_EQ(countWrongReduced(spec, 0, reduceInType(spec, inputs, true).data(), kCount), 0);
+  }
+}
+
+TEST(TestDataTest, InputsVaryAndCopiesAreChecked) {
+  for (loomDataType_t type : allTypes()) {
+    const DataSpec spec{type, loomNumOps, 4, 5};
+    std::vector<char> rank2(kCount * typeSize(type));
+    fillInputs(spec, 2, 0, rank2.data(), kCount);
+    EXPECT_EQ(countWrongCopied(spec, 2, 0, rank2.data(), kCount), 0) << typeName(type);
+    EXPECT_GT(countWrongCopied(spec, 1, 0, rank2.data(), kCount), static_cast<int64_t>(kCount / 2)) << typeName(type);
+    int distinct = 0;
+    for (size_t i = 1; i < kCount; ++i) distinct += loadElement(type, rank2.data(), i) != loadElement(type, rank2.data(), 0);
+    EXPECT_GT(distinct, static_cast<int>(kCount / 2)) << typeName(type);
+  }
+}
+
+// The tolerance is two ulps from the exact quotient: the correctly rounded
+// value (within half an ulp) plus one ulp passes, plus three ulps does not.
+TEST(TestDataTest, FloatAvgAllowsTwoUlps) {
+  const DataSpec spec{loomFloat32, loomAvg, 3, 8};
+  const auto inputs = rankInputs(spec, 0);
+  std::vector<char> result = referenceResult(spec, inputs);
+  float* values = reinterpret_cast<float*>(result.data());
+  size_t i = 0;
+  while (std::fabs(values[i]) < 1) ++i;  // an element whose ulp is not tiny
+  const float rounded = values[i];
+  values[i] = std::nextafter(rounded, 1e9f);
+  EXPECT_EQ(countWrongReduced(spec, 0, result.data(), kCount), 0);
+  values[i] = std::nextafter(std::nextafter(std::nextafter(rounded, 1e9f), 1e9f), 1e9f);
+  EXPECT_EQ(countWrongReduced(spec, 0, result.data(), kCount), 1);
+}
+
+// --- options -------------------------------------------------------------------
+
+ParseOutcome parse(std::vector<std::string> args, PerfOptions* o) {
+  args.insert(args.begin(), "tool");
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  return parseOptions(static_cast<int>(args.size()), argv.data(), o, /*quiet=*/true);
+}
+
+TEST(OptionsTest, ParsesEveryFlag) {
+  PerfOptions o;
+  ASSERT_EQ(parse({"-t", "3", "-b", "8", "-e", "64M", "-f", "4", "-n", "7", "-w", "0", "-m", "2", "-c", "0", "-o",
+                   "all", "-d", "bfloat16", "-r", "2", "-z", "1", "-a", "3", "-T", "2.5", "-J", "x.json", "-i", "1K"},
+                  &o),
+            ParseOutcome::kRun);
+  EXPECT_EQ(o.threads, 3);
+  EXPECT_EQ(o.minBytes, 8u);
+  EXPECT_EQ(o.maxBytes, 64u << 20);
+  EXPECT_EQ(o.stepFactor, 4);
+  EXPECT_EQ(o.stepBytes, 1024u);
+  EXPECT_EQ(o.iters, 7);
+  EXPECT_EQ(o.warmupIters, 0);
+  EXPECT_EQ(o.aggIters, 2);
+  EXPECT_FALSE(o.check);
+  EXPECT_EQ(o.ops.size(), 5u);
+  EXPECT_EQ(o.types, std::vector<loomDataType_t>{loomBfloat16});
+  EXPECT_EQ(o.root, 2);
+  EXPECT_TRUE(o.blocking);
+  EXPECT_EQ(o.combine, TimeCombine::kMax);
+  EXPECT_EQ(o.timeoutSeconds, 2.5);
+  EXPECT_EQ(o.jsonPath, "x.json");
+  PerfOptions all;
+  ASSERT_EQ(parse({"--datatype", "all", "--op", "min", "--nthreads", "2"}, &all), ParseOutcome::kRun);
+  EXPECT_EQ(all.types.size(), static_cast<size_t>(loomNumTypes));
+  EXPECT_EQ(all.ops, std::vector<loomRedOp_t>{loomMin});
+  EXPECT_EQ(all.threads, 2);
+}
+
+TEST(OptionsTest, RejectsBadFlags) {
+  const std::vector<std::vector<std::string>> bad = {
+      {"-x"},          {"-b", "12Q"},     {"-b", "-5"},       {"-e", ""},          {"-d", "fp8"},
+      {"-o", "xor"},   {"-t", "0"},       {"-n", "0"},        {"-c", "2"},         {"-a", "4"},
+      {"-z", "yes"},   {"-g", "2"},       {"-T", "0"},        {"-b", "1M", "-e", "1K"},
+      {"-f", "1", "-i", "0", "-b", "8", "-e", "16"},          {"-b", "0", "-f", "2", "-e", "8"},
+      {"stray"},       {"-n"},            {"--nosuch"},       {"-r", "x"}};
+  for (const auto& args : bad) {
+    PerfOptions o;
+    EXPECT_EQ(parse(args, &o), ParseOutcome::kError) << args[0];
+  }
+  PerfOptions o;
+  EXPECT_EQ(parse({"-h"}, &o), ParseOutcome::kHelp);
+}
+
+TEST(OptionsTest, SizesAndSweep) {
+  size_t bytes = 0;
+  ASSERT_TRUE(parseSize("3K", &bytes));
+  EXPECT_EQ(bytes, 3072u);
+  ASSERT_TRUE(parseSize("2g", &bytes));
+  EXPECT_EQ(bytes, 2ull << 30);
+  EXPECT_FALSE(parseSize("1.5M", &bytes));
+  EXPECT_FALSE(parseSize("M", &bytes));
+  PerfOptions o;
+  o.minBytes = 8;
+  o.maxBytes = 64u << 20;
+  o.stepFactor = 4;
+  const auto sizes = sweepSizes(o);
+  ASSERT_EQ(sizes.size(), 12u);  // 8 B .. 32 MiB: 64 MiB is not 8 x a power of 4
+  EXPECT_EQ(sizes.back(), 32u << 20);
+  o.stepFactor = 1;
+  o.minBytes = 100;
+  o.maxBytes = 350;
+  o.stepBytes = 100;
+  EXPECT_EQ(sweepSizes(o), (std::vector<size_t>{100, 200, 300}));
+  o.minBytes = o.maxBytes = 5;
+  o.stepBytes = 0;
+  EXPECT_EQ(sweepSizes(o), std::vector<size_t>{5});
+}
+
+}  // namespace
+}  // namespace loom::perf
