@@ -12,32 +12,35 @@ CompletionPtr Stream::push(const CompletionPtr& op) {
 }
 
 void Stream::pruneLocked() {
-  size_t kept = 0;
-  for (auto& op : outstanding_) {
-    if (op->done()) {
-      Status s = op->status();
-      if (!s.isOk() && firstError_.isOk()) firstError_ = s;
-    } else {
-      outstanding_[kept++] = op;
-    }
+  // Each op waits for its predecessor, so ops finish in stream order and
+  // dropping finished ones from the front is enough (O(1) per op).
+  while (!outstanding_.empty() && outstanding_.front()->done()) {
+    Status s = outstanding_.front()->status();
+    if (!s.isOk() && firstError_.isOk()) firstError_ = s;
+    outstanding_.pop_front();
   }
-  outstanding_.resize(kept);
 }
 
 Status Stream::synchronize() {
-  std::vector<CompletionPtr> pending;
+  std::deque<CompletionPtr> pending;
   {
     std::lock_guard<std::mutex> lock(mu_);
     pending = outstanding_;
   }
   // Every op's own waits are bounded by its communicator's LOOM_TIMEOUT and
   // its abort flag, so each completes in bounded time; this wait needs none.
+  // It sleeps almost at once: the executor that runs the ops needs the core.
   WaitContext forever;
-  forever.spinMicros = 5;
-  forever.yieldMicros = 100;
-  for (auto& op : pending) (void)op->wait(forever, "stream operation");
+  forever.spinMicros = 2;
+  forever.yieldMicros = 0;
+  Status first;
+  for (auto& op : pending) {
+    Status s = op->wait(forever, "stream operation");
+    if (!s.isOk() && first.isOk()) first = s;
+  }
   std::lock_guard<std::mutex> lock(mu_);
   pruneLocked();
+  if (firstError_.isOk()) firstError_ = first;
   return firstError_;
 }
 

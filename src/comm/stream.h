@@ -7,8 +7,8 @@
 // later by implementing the same three operations with events.
 #pragma once
 
+#include <deque>
 #include <mutex>
-#include <vector>
 
 #include "comm/completion.h"
 
@@ -29,7 +29,7 @@ class Stream {
   void pruneLocked();
 
   std::mutex mu_;
-  std::vector<CompletionPtr> outstanding_;
+  std::deque<CompletionPtr> outstanding_;  // in stream order, so they finish front first
   CompletionPtr last_;
   Status firstError_;  // sticky: a failed op stays reported until the stream is destroyed
 };
