@@ -1,0 +1,194 @@
+// Groups (one thread driving every communicator of a clique, several
+// collectives per group, nested groups) and streams (several operations
+// enqueued in order, loomStreamQuery, loomStreamSynchronize).
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "integration/collective_case.h"
+#include "integration/fixtures.h"
+
+namespace loom::integration {
+namespace {
+
+// Mixed collectives, dtypes, ops, counts (multi-chunk ones too) and
+// in-place positions; roots spread over the ranks.
+std::vector<CaseSpec> groupSpecs(int nranks) {
+  struct Row {
+    Coll coll;
+    loomDataType_t dtype;
+    loomRedOp_t op;
+    size_t count;
+    bool inPlace;
+  };
+  const Row rows[] = {
+      {Coll::kAllReduce, loomInt32, loomSum, 1023, false},  {Coll::kAllReduce, loomFloat32, loomAvg, 65537, true},
+      {Coll::kBroadcast, loomFloat64, loomSum, 7, true},     {Coll::kReduce, loomBfloat16, loomMax, 1023, false},
+      {Coll::kReduceScatter, loomFloat16, loomSum, 1023, true}, {Coll::kAllGather, loomUint8, loomSum, 262145, false},
+      {Coll::kReduce, loomInt64, loomProd, 1, true},         {Coll::kAllReduce, loomUint64, loomMin, 0, false},
+  };
+  std::vector<CaseSpec> specs;
+  for (const Row& row : rows) {
+    CaseSpec s;
+    s.coll = row.coll;
+    s.dtype = row.dtype;
+    s.op = row.op;
+    s.count = row.count;
+    s.inPlace = row.inPlace;
+    s.root = static_cast<int>(specs.size() * 5 + 3) % nranks;
+    s.seed = 7000 + specs.size();
+    specs.push_back(s);
+  }
+  return specs;
+}
+
+enum class GroupVariant { kNullStream, kStreamPerComm, kNested };
+
+const char* variantName(GroupVariant v) {
+  switch (v) {
+    case GroupVariant::kNullStream: return "group, NULL streams";
+    case GroupVariant::kStreamPerComm: return "group, one stream per communicator";
+    case GroupVariant::kNested: return "nested group, NULL streams";
+  }
+  return "?";
+}
+
+// Expects loomSuccess; false (after reporting) otherwise.
+bool succeeded(loomResult_t rc, const std::string& what, loomComm_t comm) {
+  if (rc == loomSuccess) return true;
+  ADD_FAILURE() << what << " returned " << loomGetErrorString(rc) << ": " << loomGetLastError(comm);
+  return false;
+}
+
+// Launches every run (in list order) inside one group from this thread;
+// commOfRun[i]/streamOfRun[i] belong to runs[i]'s rank. Then verifies all.
+// Returns false if a call failed (the ranks' sequences may be out of step).
+bool runGroup(GroupVariant variant, std::vector<CaseRun>& runs, const std::vector<loomComm_t>& commOfRun,
+              const std::vector<loomStream_t>& streamOfRun) {
+  SCOPED_TRACE(variantName(variant));
+  for (CaseRun& run : runs) run.prepare();
+  const bool nested = variant == GroupVariant::kNested;
+  bool ok = succeeded(loomGroupStart(), "loomGroupStart", nullptr);
+  if (nested) ok = succeeded(loomGroupStart(), "inner loomGroupStart", nullptr) && ok;
+  for (size_t i = 0; i < runs.size(); ++i)
+    ok = succeeded(runs[i].launch(commOfRun[i], streamOfRun[i]), runs[i].trace(), commOfRun[i]) && ok;
+  if (nested) ok = succeeded(loomGroupEnd(), "inner loomGroupEnd", nullptr) && ok;
+  ok = succeeded(loomGroupEnd(), "loomGroupEnd", nullptr) && ok;
+  for (size_t i = 0; i < runs.size(); ++i)
+    if (streamOfRun[i] != nullptr)
+      ok = succeeded(loomStreamSynchronize(streamOfRun[i]), "loomStreamSynchronize after " + runs[i].trace(),
+                     commOfRun[i]) && ok;
+  if (!ok) return false;
+  for (CaseRun& run : runs) {
+    SCOPED_TRACE(run.trace());
+    run.verify();
+  }
+  return true;
+}
+
+TEST_F(Threads, GroupOneThreadDrivesAllComms) {
+  const auto specs = groupSpecs(nranks_);
+  std::vector<loomStream_t> streams(nranks_, nullptr);
+  for (auto& s : streams) ASSERT_EQ(loomStreamCreate(&s), loomSuccess) << loomGetLastError(nullptr);
+  for (GroupVariant variant : {GroupVariant::kNullStream, GroupVariant::kStreamPerComm, GroupVariant::kNested}) {
+    std::vector<CaseRun> runs;
+    std::vector<loomComm_t> comms;
+    std::vector<loomStream_t> runStreams;
+    for (const CaseSpec& spec : specs) {
+      for (int r = 0; r < nranks_; ++r) {  // each collective on every comm before the next one
+        runs.emplace_back(spec, r, nranks_);
+        comms.push_back(comm(r));
+        runStreams.push_back(variant == GroupVariant::kStreamPerComm ? streams[r] : nullptr);
+      }
+    }
+    if (!runGroup(variant, runs, comms, runStreams)) break;
+  }
+  for (auto s : streams) EXPECT_EQ(loomStreamDestroy(s), loomSuccess);
+}
+
+TEST_F(Process, GroupSeveralCollectives) {
+  const auto specs = groupSpecs(world_->nranks);
+  loomStream_t stream = nullptr;
+  ASSERT_EQ(loomStreamCreate(&stream), loomSuccess) << loomGetLastError(nullptr);
+  bool ok = true;
+  for (GroupVariant variant : {GroupVariant::kNullStream, GroupVariant::kStreamPerComm, GroupVariant::kNested}) {
+    std::vector<CaseRun> runs;
+    for (const CaseSpec& spec : specs) runs.emplace_back(spec, world_->rank, world_->nranks);
+    std::vector<loomComm_t> comms(runs.size(), world_->comm);
+    std::vector<loomStream_t> streams(runs.size(), variant == GroupVariant::kStreamPerComm ? stream : nullptr);
+    if (!(ok = runGroup(variant, runs, comms, streams))) break;
+  }
+  EXPECT_EQ(loomStreamDestroy(stream), loomSuccess);
+  markBrokenUnless(ok);
+}
+
+// On one rank: three in-place AllReduce(sum) on A, Broadcast A -> B, then
+// AllGather of B's first kSlice elements into C, all on one stream, with
+// independent collectives enqueued in between. Each step reads the previous
+// one's output, so C is right only if the stream ran them in order:
+// C[r*kSlice + i] = n^2 * (sum over ranks of A's input at i).
+// Returns false if a call failed (the ranks' sequences may be out of step).
+bool streamScenario(loomComm_t comm, int rank, int nranks) {
+  SCOPED_TRACE("stream scenario, rank " + std::to_string(rank));
+  constexpr size_t kCount = 300000;  // 1.2 MB of int32: several chunks, so work is still queued
+  constexpr size_t kSlice = 4099;
+  auto inputAt = [](int r, size_t i) { return static_cast<int32_t>((r + 1) * (static_cast<int>(i % 13) - 6)); };
+  std::vector<int32_t> a(kCount), b(kCount, -1), c(kSlice * nranks, -1);
+  for (size_t i = 0; i < kCount; ++i) a[i] = inputAt(rank, i);
+
+  std::vector<CaseRun> side;
+  for (const CaseSpec& spec : groupSpecs(nranks)) side.emplace_back(spec, rank, nranks);
+  for (CaseRun& run : side) run.prepare();
+
+  loomStream_t stream = nullptr;
+  if (!succeeded(loomStreamCreate(&stream), "loomStreamCreate", nullptr)) return false;
+  const int root = nranks - 1;
+  bool ok = true;
+  auto expectOk = [&](loomResult_t rc, const std::string& what) { ok = succeeded(rc, what, comm) && ok; };
+  for (int k = 0; k < 3; ++k) {
+    expectOk(loomAllReduce(a.data(), a.data(), kCount, loomInt32, loomSum, comm, stream), "AllReduce");
+    expectOk(side[k].launch(comm, stream), side[k].trace());
+  }
+  expectOk(loomBroadcast(a.data(), b.data(), kCount, loomInt32, root, comm, stream), "Broadcast");
+  expectOk(side[3].launch(comm, stream), side[3].trace());
+  expectOk(loomAllGather(b.data(), c.data(), kSlice, loomInt32, comm, stream), "AllGather");
+  for (size_t k = 4; k < side.size(); ++k) expectOk(side[k].launch(comm, stream), side[k].trace());
+
+  const loomResult_t queried = loomStreamQuery(stream);
+  EXPECT_TRUE(queried == loomInProgress || queried == loomSuccess) << loomGetErrorString(queried);
+  expectOk(loomStreamSynchronize(stream), "loomStreamSynchronize");
+  EXPECT_EQ(loomStreamQuery(stream), loomSuccess) << "after loomStreamSynchronize";
+  EXPECT_EQ(loomStreamDestroy(stream), loomSuccess);
+  if (!ok) return false;
+
+  const int64_t rankSum = static_cast<int64_t>(nranks) * (nranks + 1) / 2;
+  size_t bad = 0;
+  for (size_t j = 0; j < c.size(); ++j) {
+    const size_t i = j % kSlice;
+    const int64_t want = int64_t{nranks} * nranks * rankSum * (static_cast<int>(i % 13) - 6);
+    if (c[j] != want && ++bad <= 4)
+      ADD_FAILURE() << "chained result C[" << j << "]: got " << c[j] << " expected " << want;
+  }
+  EXPECT_EQ(bad, 0u) << "elements of the chained AllReduce x3 -> Broadcast -> AllGather result that differ";
+  for (CaseRun& run : side) {
+    SCOPED_TRACE(run.trace());
+    run.verify();
+  }
+  loomResult_t async = loomInternalError;
+  EXPECT_EQ(loomCommGetAsyncError(comm, &async), loomSuccess);
+  EXPECT_EQ(async, loomSuccess) << "asynchronous error after a clean stream";
+  return true;
+}
+
+TEST_F(Threads, StreamOrderAndQuery) {
+  runOnRankThreads(nranks_, [&](int rank) { streamScenario(comm(rank), rank, nranks_); });
+}
+
+TEST_F(Process, StreamOrderAndQuery) {
+  markBrokenUnless(streamScenario(world_->comm, world_->rank, world_->nranks));
+}
+
+}  // namespace
+}  // namespace loom::integration
