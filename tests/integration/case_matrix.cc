@@ -42,7 +42,8 @@ std::vector<CaseSpec> buildCases(Coll coll, int nranks, Mode mode, const MatrixO
       const auto op = static_cast<loomRedOp_t>(o);
       for (bool inPlace : {false, true}) {
         std::vector<size_t> counts = {0, 1, 7, 1023, chunk - 1, chunk + 1};
-        if (options.largeCount && isLargeCase(coll, entry, dtype, op, inPlace)) counts.push_back(kLargeCount);
+        if (options.largeCountEverywhere || (options.largeCount && isLargeCase(coll, entry, dtype, op, inPlace)))
+          counts.push_back(kLargeCount);
         for (size_t count : counts) {
           const auto index = static_cast<int>(cases.size());
           CaseSpec s;

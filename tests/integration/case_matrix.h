@@ -21,6 +21,8 @@
 // where it takes an op, in every (op, in-place) pair. The offsets {0, 4, 8,
 // 7, 2} put only 1- and 2-byte types on world size 8 for ReduceScatter and
 // AllGather (8 ranks x 8 x 4M elements would be 2 GiB per buffer set).
+// With --large-count=all (used by the ctest entries of 1 to 4 ranks) every
+// (dtype, op, in-place) combination also runs at 4M+3.
 #pragma once
 
 #include <cstddef>
@@ -38,6 +40,7 @@ constexpr size_t kLargeCount = 4 * 1024 * 1024 + 3;
 struct MatrixOptions {
   size_t chunkBytes = 256 * 1024;  // the library's LOOM_CHUNK_SIZE
   bool largeCount = true;          // include the rotating 4M+3 case
+  bool largeCountEverywhere = false;  // 4M+3 for every (dtype, op, in-place) instead of a rotating one
   size_t onlyCount = SIZE_MAX;     // run only the cases of this count (for debugging); roots and seeds unchanged
 };
 

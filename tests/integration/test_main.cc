@@ -1,7 +1,7 @@
 // collectives_test: the integration suite over the public C API.
 //   collectives_test --gtest_filter='Threads*' --world-size=N   (ranks as threads)
 //   loomrun -n N collectives_test --gtest_filter='Process*'     (ranks as processes)
-//   --large-count=0 leaves out the 4M+3 case (see case_matrix.h);
+//   --large-count=0 leaves out the 4M+3 case, =all runs it for every case (see case_matrix.h);
 //   --only-count=N runs only the matrix cases of count N (same roots and seeds).
 #include <gtest/gtest.h>
 

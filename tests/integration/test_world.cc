@@ -64,6 +64,8 @@ bool parseTestOptions(int argc, char** argv, std::string* error) {
       o.matrix.largeCount = false;
     } else if (std::strcmp(a, "--large-count=1") == 0) {
       o.matrix.largeCount = true;
+    } else if (std::strcmp(a, "--large-count=all") == 0) {
+      o.matrix.largeCountEverywhere = true;
     } else if (std::strncmp(a, "--only-count=", 13) == 0) {
       char* end = nullptr;
       o.matrix.onlyCount = std::strtoull(a + 13, &end, 10);
@@ -73,7 +75,7 @@ bool parseTestOptions(int argc, char** argv, std::string* error) {
       }
     } else {
       *error = std::string("unknown argument ") + a +
-               " (expected --world-size=N, --large-count=0|1 or --only-count=N)";
+               " (expected --world-size=N, --large-count=0|1|all or --only-count=N)";
       return false;
     }
   }
