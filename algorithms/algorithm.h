@@ -49,9 +49,11 @@ struct AlgoContext {
 using CollFn = Status (*)(const CollArgs& args, const AlgoContext& ctx);
 
 struct AlgorithmInfo {
-  const char* name;
+  const char* name;  // as LOOM_ALGO spells it
   CollType type;
   CollFn run;
+  // Whether the algorithm can run this call at all (null: always).
+  bool (*applies)(const CollArgs& args, const AlgoContext& ctx) = nullptr;
 };
 
 }  // namespace loom::algo

@@ -67,17 +67,6 @@ Status chainReduce(const CollArgs& args, const AlgoContext& ctx) {
   return Status::ok();
 }
 
-const std::vector<AlgorithmInfo>& ringAlgorithms() {
-  static const std::vector<AlgorithmInfo> algorithms = {
-      {"ring", CollType::kAllReduce, ringAllReduce},
-      {"chain", CollType::kBroadcast, chainBroadcast},
-      {"chain", CollType::kReduce, chainReduce},
-      {"ring", CollType::kReduceScatter, ringReduceScatter},
-      {"ring", CollType::kAllGather, ringAllGather},
-  };
-  return algorithms;
-}
-
 const char* collTypeName(CollType type) {
   switch (type) {
     case CollType::kAllReduce: return "AllReduce";

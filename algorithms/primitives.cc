@@ -57,6 +57,18 @@ Status Steps::recvReduceSend(int from, int to, const void* local, size_t count) 
   return Status::ok();
 }
 
+Status Steps::recvReduceInPlace(int from, void* inout, size_t count, bool receivedFirst) {
+  auto& in = ctx_.links->recvFrom(from);
+  const std::byte* data = nullptr;
+  size_t got = 0;
+  LOOM_TRY(in.acquire(&data, &got, ctx_.wait));
+  LOOM_TRY(checkLength(got, count * elemSize(), from));
+  if (receivedFirst) kernels::reduce(red_.dtype, red_.op, inout, data, inout, count);
+  else kernels::reduce(red_.dtype, red_.op, inout, inout, data, count);
+  in.release();
+  return Status::ok();
+}
+
 Status Steps::recvReduceFinal(int from, const void* local, void* dst, size_t count) {
   auto& in = ctx_.links->recvFrom(from);
   const std::byte* data = nullptr;

@@ -27,6 +27,11 @@ class Steps {
   Status recv(int peer, void* dst, size_t count);
   // slot(to) <- slot(from) (op) local
   Status recvReduceSend(int from, int to, const void* local, size_t count);
+  // inout <- slot(from) (op) inout, or inout (op) slot(from) when
+  // !receivedFirst (no finalize). Partners pass opposite orders so both
+  // compute f(lower rank's data, higher rank's data), bit for bit the same
+  // even where an op is not (min/max of -0 and +0, NaN payloads).
+  Status recvReduceInPlace(int from, void* inout, size_t count, bool receivedFirst);
   // dst <- final(slot(from) (op) local): the last reduction of a collective.
   Status recvReduceFinal(int from, const void* local, void* dst, size_t count);
   // dst <- final(slot(from) (op) local); slot(to) <- dst

@@ -9,8 +9,6 @@
 //   broadcast/reduce  chain of n-1 hops, pipelined: (n-2 + S/chunk) steps, S bytes
 #pragma once
 
-#include <vector>
-
 #include "algorithms/algorithm.h"
 
 namespace loom::algo {
@@ -20,8 +18,5 @@ Status ringReduceScatter(const CollArgs& args, const AlgoContext& ctx);
 Status ringAllGather(const CollArgs& args, const AlgoContext& ctx);
 Status chainBroadcast(const CollArgs& args, const AlgoContext& ctx);
 Status chainReduce(const CollArgs& args, const AlgoContext& ctx);
-
-// Every algorithm this module offers, for the communicator's selection.
-const std::vector<AlgorithmInfo>& ringAlgorithms();
 
 }  // namespace loom::algo

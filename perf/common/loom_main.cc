@@ -25,8 +25,10 @@ namespace {
 
 class LoomExecutor final : public RankExecutor {
  public:
-  LoomExecutor(const LoomCollective& collective, const loomUniqueId& id, int rank, int nranks)
-      : collective_(collective), rank_(rank), nranks_(nranks) {
+  // blocking (-z 1): collectives go on the NULL stream, so each call returns
+  // when done (Loom runs it on the calling thread, as MPI's blocking calls do).
+  LoomExecutor(const LoomCollective& collective, const loomUniqueId& id, int rank, int nranks, bool blocking)
+      : collective_(collective), rank_(rank), nranks_(nranks), blocking_(blocking) {
     check("loomCommInitRank", loomCommInitRank(&comm_, nranks, id, rank));
     check("loomStreamCreate", loomStreamCreate(&stream_));
   }
@@ -39,7 +41,9 @@ class LoomExecutor final : public RankExecutor {
 
   int rank() const override { return rank_; }
   int nranks() const override { return nranks_; }
-  void launch(const CollArgs& args) override { check(collective_.callName, collective_.run(args, comm_, stream_)); }
+  void launch(const CollArgs& args) override {
+    check(collective_.callName, collective_.run(args, comm_, blocking_ ? nullptr : stream_));
+  }
   void groupStart() override { check("loomGroupStart", loomGroupStart()); }
   void groupEnd() override { check("loomGroupEnd", loomGroupEnd()); }
   void synchronize() override { check("loomStreamSynchronize", loomStreamSynchronize(stream_)); }
@@ -80,6 +84,7 @@ class LoomExecutor final : public RankExecutor {
   const LoomCollective& collective_;
   int rank_;
   int nranks_;
+  bool blocking_;
   loomComm_t comm_ = nullptr;
   loomStream_t stream_ = nullptr;
 };
@@ -126,7 +131,7 @@ int loomPerfMain(int argc, char** argv, const LoomCollective& collective) {
   std::vector<std::thread> threads;
   for (int t = 0; t < options.threads; ++t) {
     threads.emplace_back([&, t] {
-      LoomExecutor executor(collective, place.id, place.process * options.threads + t, nranks);
+      LoomExecutor executor(collective, place.id, place.process * options.threads + t, nranks, options.blocking);
       outcomes[t] = runSweep(options, collective.shape, executor, SweepIdentity{"loom", "host memory", t});
     });
   }

@@ -32,7 +32,7 @@ constexpr const char* kUsage =
     "  -d,--datatype <type>    int8|uint8|int32|uint32|int64|uint64|half|float|double|bfloat16|all\n"
     "                          (default float)\n"
     "  -r,--root <rank>        root of broadcast and reduce (default 0)\n"
-    "  -z,--blocking <0|1>     synchronize after every iteration (default 0)\n"
+    "  -z,--blocking <0|1>     blocking collectives: NULL stream, each call returns when done (default 0)\n"
     "  -a,--average <0..3>     time reported: 0 rank 0, 1 average, 2 min, 3 max (default 1)\n"
     "  -T,--timeout <seconds>  fail any wait longer than this (sets LOOM_TIMEOUT)\n"
     "  -J,--output_file <file> also write the results as JSON\n"

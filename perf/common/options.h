@@ -27,7 +27,7 @@ struct PerfOptions {
   std::vector<loomRedOp_t> ops{loomSum};        // -o
   std::vector<loomDataType_t> types{loomFloat32};  // -d
   int root = 0;                         // -r
-  bool blocking = false;                // -z: synchronize after every iteration
+  bool blocking = false;                // -z: blocking collectives (NULL stream)
   TimeCombine combine = TimeCombine::kAverage;  // -a
   double timeoutSeconds = 0;            // -T: exported as LOOM_TIMEOUT when > 0
   std::string jsonPath;                 // -J

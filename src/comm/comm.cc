@@ -2,7 +2,6 @@
 
 #include <cstring>
 
-#include "algorithms/ring.h"
 #include "comm/host_identity.h"
 #include "comm/stream.h"
 #include "comm/transport_registry.h"
@@ -25,8 +24,12 @@ class Communicator::LinkTable final : public algo::Links {
   std::vector<transport::Transport*> byPeer_;
 };
 
-Communicator::Communicator(Config config, int rank, int nranks)
-    : config_(std::move(config)), rank_(rank), nranks_(nranks), log_(config_.log, rank) {}
+Communicator::Communicator(Config config, int rank, int nranks, std::vector<std::string>* warnings)
+    : config_(std::move(config)),
+      rank_(rank),
+      nranks_(nranks),
+      log_(config_.log, rank),
+      selector_(config_.algo, warnings) {}
 
 Communicator::~Communicator() {
   if (executor_) executor_->shutdown();
@@ -36,7 +39,7 @@ Result<std::unique_ptr<Communicator>> Communicator::create(const bootstrap::Uniq
                                                            int rank) {
   std::vector<std::string> warnings;
   Config config = Config::fromEnv(&warnings);
-  std::unique_ptr<Communicator> comm(new Communicator(std::move(config), rank, nranks));
+  std::unique_ptr<Communicator> comm(new Communicator(std::move(config), rank, nranks, &warnings));
   for (const auto& w : warnings) LOOM_WARN(comm->log_, kSubsysEnv, "%s", w.c_str());
   LOOM_TRY(comm->connectPeers(id).withContext(strprintf("init of rank %d of %d: ", rank, nranks)));
   comm->executor_ = std::make_unique<Executor>();
@@ -108,13 +111,6 @@ Status Communicator::connectPeers(const bootstrap::UniqueId& id) {
   return Status::ok();
 }
 
-const algo::AlgorithmInfo& Communicator::selectAlgorithm(const algo::CollArgs& args) const {
-  // One algorithm per collective for now; the cost-model tuner replaces this.
-  for (const auto& a : algo::ringAlgorithms())
-    if (a.type == args.type) return a;
-  return algo::ringAlgorithms().front();
-}
-
 Status Communicator::execute(const algo::CollArgs& args, const CompletionPtr& after) {
   if (abort_.load()) return makeError(Code::kRemoteError, "communicator of rank %d was aborted", rank_);
   if (failed_.load()) return asyncError();
@@ -125,13 +121,13 @@ Status Communicator::execute(const algo::CollArgs& args, const CompletionPtr& af
                            [] { return std::string("the previous operation on the stream"); });
     if (!dep.isOk()) return dep;
   }
-  const auto& algorithm = selectAlgorithm(args);
   algo::AlgoContext ctx;
   ctx.rank = rank_;
   ctx.nranks = nranks_;
   ctx.links = links_.get();
   ctx.wait = wait;
   ctx.chunkBytes = config_.chunkBytes;
+  const auto& algorithm = selector_.select(args, ctx);
   LOOM_TRACE(log_, kSubsysColl, "%s %s count %zu %s %s root %d", algo::collTypeName(args.type), algorithm.name,
              args.count, dataTypeName(args.dtype), redOpName(args.op), args.root);
   Status status = algorithm.run(args, ctx);

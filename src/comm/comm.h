@@ -20,6 +20,7 @@
 
 #include "algorithms/algorithm.h"
 #include "bootstrap/bootstrap.h"
+#include "comm/algorithm_selection.h"
 #include "comm/completion.h"
 #include "comm/executor.h"
 #include "common/config.h"
@@ -62,10 +63,9 @@ class Communicator {
   std::string lastError() const;
 
  private:
-  Communicator(Config config, int rank, int nranks);
+  Communicator(Config config, int rank, int nranks, std::vector<std::string>* warnings);
   Status connectPeers(const bootstrap::UniqueId& id);
   Status execute(const algo::CollArgs& args, const CompletionPtr& after);
-  const algo::AlgorithmInfo& selectAlgorithm(const algo::CollArgs& args) const;
   WaitContext makeWait() const;
   void recordError(const Status& status);
 
@@ -75,6 +75,7 @@ class Communicator {
   const int rank_;
   const int nranks_;
   Logger log_;
+  AlgorithmSelector selector_;
   std::unique_ptr<bootstrap::Bootstrap> bootstrap_;
   std::vector<transport::PeerInfo> peers_;
   std::vector<std::unique_ptr<transport::Transport>> transports_;

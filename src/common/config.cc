@@ -42,6 +42,7 @@ const std::vector<KnobDoc>& configKnobs() {
       {"LOOM_SPIN_US", "5", "microseconds a wait busy-polls before it starts to yield the core"},
       {"LOOM_YIELD_US", "200", "microseconds a wait polls with sched_yield before it sleeps on a futex"},
       {"LOOM_SHM_DIR", "/dev/shm", "directory of shared-memory segments"},
+      {"LOOM_ALGO", "", "comma list of algorithms allowed (ring, rd, chain); empty lets Loom choose"},
       {"LOOM_KERNEL_ISA", "best", "cap the reduction kernels' instruction set (portable, avx2, avx512); read once per process since it describes the CPU"},
       {"LOOM_BOOTSTRAP_ADDR", "127.0.0.1", "address the bootstrap root started by loomGetUniqueId listens on"},
       {"LOOM_DEBUG", "WARN", "log level: NONE, VERSION, WARN, INFO, TRACE"},
@@ -75,6 +76,7 @@ Config Config::fromEnv(std::vector<std::string>* warnings) {
   if (const char* v = std::getenv("LOOM_YIELD_US"); v && *v)
     if (!parseInt(v, 0, 10000000, &c.yieldMicros)) warn("LOOM_YIELD_US", v, "expected microseconds in [0, 1e7]");
   if (const char* v = std::getenv("LOOM_SHM_DIR"); v && *v) c.shmDir = v;
+  if (const char* v = std::getenv("LOOM_ALGO"); v && *v) c.algo = v;
   c.log = LogSettings::fromEnv();
   return c;
 }

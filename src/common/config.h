@@ -19,6 +19,7 @@ struct Config {
   int spinMicros = 5;                  // LOOM_SPIN_US: busy polling before a wait starts yielding
   int yieldMicros = 200;               // LOOM_YIELD_US: sched_yield polling before a wait sleeps
   std::string shmDir = "/dev/shm";     // LOOM_SHM_DIR: where shared-memory segments live
+  std::string algo;                    // LOOM_ALGO: comma list of allowed algorithms (empty: all)
   LogSettings log;                     // LOOM_DEBUG, LOOM_DEBUG_SUBSYS, LOOM_DEBUG_FILE
 
   // Reads every knob; values that do not parse keep their default and are
