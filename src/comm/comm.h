@@ -65,13 +65,14 @@ class Communicator {
  private:
   Communicator(Config config, int rank, int nranks, std::vector<std::string>* warnings);
   Status connectPeers(const bootstrap::UniqueId& id);
+  void adaptWaitsToHost();
   Status execute(const algo::CollArgs& args, const CompletionPtr& after);
   WaitContext makeWait() const;
   void recordError(const Status& status);
 
   class LinkTable;
 
-  const Config config_;
+  Config config_;  // fixed once connectPeers() has adapted it to the host
   const int rank_;
   const int nranks_;
   Logger log_;

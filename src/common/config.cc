@@ -39,7 +39,7 @@ const std::vector<KnobDoc>& configKnobs() {
       {"LOOM_TIMEOUT", "300", "seconds any blocking wait may last before it fails with loomTimeout"},
       {"LOOM_CHUNK_SIZE", "256K", "bytes per pipelined chunk (one FIFO slot); K/M suffixes; multiple of 64, 4K..64M"},
       {"LOOM_SHM_SLOTS", "4", "chunks in flight per shared-memory connection (2..64)"},
-      {"LOOM_SPIN_US", "5", "microseconds a wait busy-polls before it starts to yield the core"},
+      {"LOOM_SPIN_US", "5 (0 when a host runs more ranks than it has cores)", "microseconds a wait busy-polls before it starts to yield the core"},
       {"LOOM_YIELD_US", "200", "microseconds a wait polls with sched_yield before it sleeps on a futex"},
       {"LOOM_SHM_DIR", "/dev/shm", "directory of shared-memory segments"},
       {"LOOM_ALGO", "", "comma list of algorithms allowed (ring, rd, chain); empty lets Loom choose"},
@@ -71,8 +71,10 @@ Config Config::fromEnv(std::vector<std::string>* warnings) {
   }
   if (const char* v = std::getenv("LOOM_SHM_SLOTS"); v && *v)
     if (!parseInt(v, 2, 64, &c.fifoSlots)) warn("LOOM_SHM_SLOTS", v, "expected an integer in [2, 64]");
-  if (const char* v = std::getenv("LOOM_SPIN_US"); v && *v)
+  if (const char* v = std::getenv("LOOM_SPIN_US"); v && *v) {
     if (!parseInt(v, 0, 10000000, &c.spinMicros)) warn("LOOM_SPIN_US", v, "expected microseconds in [0, 1e7]");
+    else c.spinMicrosSet = true;
+  }
   if (const char* v = std::getenv("LOOM_YIELD_US"); v && *v)
     if (!parseInt(v, 0, 10000000, &c.yieldMicros)) warn("LOOM_YIELD_US", v, "expected microseconds in [0, 1e7]");
   if (const char* v = std::getenv("LOOM_SHM_DIR"); v && *v) c.shmDir = v;

@@ -17,6 +17,7 @@ struct Config {
   size_t chunkBytes = 256 * 1024;      // LOOM_CHUNK_SIZE: bytes per pipelined chunk (one FIFO slot)
   int fifoSlots = 4;                   // LOOM_SHM_SLOTS: chunks in flight per peer connection
   int spinMicros = 5;                  // LOOM_SPIN_US: busy polling before a wait starts yielding
+  bool spinMicrosSet = false;          // LOOM_SPIN_US was given (else oversubscribed hosts spin 0)
   int yieldMicros = 200;               // LOOM_YIELD_US: sched_yield polling before a wait sleeps
   std::string shmDir = "/dev/shm";     // LOOM_SHM_DIR: where shared-memory segments live
   std::string algo;                    // LOOM_ALGO: comma list of allowed algorithms (empty: all)
