@@ -21,8 +21,8 @@
 // where it takes an op, in every (op, in-place) pair. The offsets {0, 4, 8,
 // 7, 2} put only 1- and 2-byte types on world size 8 for ReduceScatter and
 // AllGather (8 ranks x 8 x 4M elements would be 2 GiB per buffer set).
-// With --large-count=all (used by the ctest entries of 1 to 4 ranks) every
-// (dtype, op, in-place) combination also runs at 4M+3.
+// With --large-count=all (what the ctest entries use) every (dtype, op,
+// in-place) combination also runs at 4M+3.
 #pragma once
 
 #include <cstddef>
