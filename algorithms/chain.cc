@@ -11,20 +11,18 @@
 
 #include "algorithms/primitives.h"
 #include "algorithms/ring.h"
-#include "kernels/reduce.h"
 
 namespace loom::algo {
 
 Status chainBroadcast(const CollArgs& args, const AlgoContext& ctx) {
-  const int n = ctx.nranks, r = ctx.rank;
-  const size_t es = dataTypeSize(args.dtype);
-  const auto* in = static_cast<const std::byte*>(args.sendbuf);
-  auto* out = static_cast<std::byte*>(args.recvbuf);
+  const RingView ring(args, ctx);
+  const int n = ring.n, r = ring.rank, next = ring.next, prev = ring.prev;
+  const size_t es = ring.elemSize, chunkElems = ring.chunkElems;
+  const std::byte* in = ring.in;
+  std::byte* out = ring.out;
   const int position = (r - args.root + n) % n;
   if (position == 0 && in != out && args.count) std::memmove(out, in, args.count * es);
   if (n == 1) return Status::ok();
-  const int next = (r + 1) % n, prev = (r + n - 1) % n;
-  const size_t chunkElems = ctx.chunkBytes / es;
   Steps steps(ctx, {args.dtype, args.op, n});
   for (size_t base = 0; base < args.count; base += chunkElems) {
     const size_t len = std::min(chunkElems, args.count - base);
@@ -41,17 +39,13 @@ Status chainBroadcast(const CollArgs& args, const AlgoContext& ctx) {
 }
 
 Status chainReduce(const CollArgs& args, const AlgoContext& ctx) {
-  const int n = ctx.nranks, r = ctx.rank;
-  const size_t es = dataTypeSize(args.dtype);
-  const auto* in = static_cast<const std::byte*>(args.sendbuf);
-  auto* out = static_cast<std::byte*>(args.recvbuf);
-  if (n == 1) {
-    kernels::finalize(args.dtype, args.op, 1, out, in, args.count);
-    return Status::ok();
-  }
+  if (ctx.nranks == 1) return reduceOnOneRank(args);
+  const RingView ring(args, ctx);
+  const int n = ring.n, r = ring.rank, next = ring.next, prev = ring.prev;
+  const size_t es = ring.elemSize, chunkElems = ring.chunkElems;
+  const std::byte* in = ring.in;
+  std::byte* out = ring.out;
   const int position = (r - args.root - 1 + 2 * n) % n;  // 0 first .. n-1 root
-  const int next = (r + 1) % n, prev = (r + n - 1) % n;
-  const size_t chunkElems = ctx.chunkBytes / es;
   Steps steps(ctx, {args.dtype, args.op, n});
   for (size_t base = 0; base < args.count; base += chunkElems) {
     const size_t len = std::min(chunkElems, args.count - base);

@@ -48,4 +48,26 @@ class Steps {
 
 inline size_t divUp(size_t a, size_t b) { return (a + b - 1) / b; }
 
+// What every ring or chain algorithm derives from its arguments first.
+struct RingView {
+  RingView(const CollArgs& args, const AlgoContext& ctx)
+      : n(ctx.nranks),
+        rank(ctx.rank),
+        next((ctx.rank + 1) % ctx.nranks),
+        prev((ctx.rank + ctx.nranks - 1) % ctx.nranks),
+        elemSize(dataTypeSize(args.dtype)),
+        chunkElems(ctx.chunkBytes / dataTypeSize(args.dtype)),
+        in(static_cast<const std::byte*>(args.sendbuf)),
+        out(static_cast<std::byte*>(args.recvbuf)) {}
+
+  const int n, rank, next, prev;
+  const size_t elemSize;
+  const size_t chunkElems;  // elements per pipelined piece
+  const std::byte* const in;
+  std::byte* const out;
+};
+
+// A reduction over one rank is its own input: recvbuf <- finalize(sendbuf).
+Status reduceOnOneRank(const CollArgs& args);
+
 }  // namespace loom::algo

@@ -11,10 +11,11 @@
 namespace loom::algo {
 
 Status ringAllGather(const CollArgs& args, const AlgoContext& ctx) {
-  const int n = ctx.nranks, r = ctx.rank;
-  const size_t es = dataTypeSize(args.dtype);
-  const auto* in = static_cast<const std::byte*>(args.sendbuf);
-  auto* out = static_cast<std::byte*>(args.recvbuf);
+  const RingView ring(args, ctx);
+  const int n = ring.n, r = ring.rank, next = ring.next, prev = ring.prev;
+  const size_t es = ring.elemSize, chunkElems = ring.chunkElems;
+  const std::byte* in = ring.in;
+  std::byte* out = ring.out;
   auto block = [&](int index, size_t base) {
     int j = ((index % n) + n) % n;
     return out + (static_cast<size_t>(j) * args.count + base) * es;
@@ -24,8 +25,6 @@ Status ringAllGather(const CollArgs& args, const AlgoContext& ctx) {
     if (!inPlace && args.count) std::memmove(out, in, args.count * es);
     return Status::ok();
   }
-  const int next = (r + 1) % n, prev = (r + n - 1) % n;
-  const size_t chunkElems = ctx.chunkBytes / es;
   Steps steps(ctx, {args.dtype, args.op, n});
   for (size_t base = 0; base < args.count; base += chunkElems) {
     const size_t len = std::min(chunkElems, args.count - base);

@@ -8,21 +8,16 @@
 
 #include "algorithms/primitives.h"
 #include "algorithms/ring.h"
-#include "kernels/reduce.h"
 
 namespace loom::algo {
 
 Status ringReduceScatter(const CollArgs& args, const AlgoContext& ctx) {
-  const int n = ctx.nranks, r = ctx.rank;
-  const size_t es = dataTypeSize(args.dtype);
-  const auto* in = static_cast<const std::byte*>(args.sendbuf);
-  auto* out = static_cast<std::byte*>(args.recvbuf);
-  if (n == 1) {
-    kernels::finalize(args.dtype, args.op, 1, out, in, args.count);
-    return Status::ok();
-  }
-  const int next = (r + 1) % n, prev = (r + n - 1) % n;
-  const size_t chunkElems = ctx.chunkBytes / es;
+  if (ctx.nranks == 1) return reduceOnOneRank(args);
+  const RingView ring(args, ctx);
+  const int n = ring.n, r = ring.rank, next = ring.next, prev = ring.prev;
+  const size_t es = ring.elemSize, chunkElems = ring.chunkElems;
+  const std::byte* in = ring.in;
+  std::byte* out = ring.out;
   Steps steps(ctx, {args.dtype, args.op, n});
   auto blockPiece = [&](int index, size_t base) {
     int j = ((index % n) + n) % n;
