@@ -6,5 +6,5 @@ cd "$(dirname "$0")/.."
 bash scripts/build.sh
 BUILD_DIR=${LOOM_BUILD_DIR:-build}
 NRANKS=${LOOM_NRANKS:-4}
-echo "== loomrun -n $NRANKS all_reduce_perf -b 8 -e 64M -f 4"
-"$BUILD_DIR/bin/loomrun" -n "$NRANKS" "$BUILD_DIR/bin/all_reduce_perf" -b 8 -e 64M -f 4 -w 5 -n 20
+echo "== loomrun -n $NRANKS all_reduce_perf -b 8 -e 64M -f 2"
+"$BUILD_DIR/bin/loomrun" -n "$NRANKS" "$BUILD_DIR/bin/all_reduce_perf" -b 8 -e 64M -f 2 -w 5 -n 20
