@@ -44,6 +44,8 @@ struct AlgoContext {
   Links* links = nullptr;
   WaitContext wait;
   size_t chunkBytes = 256 * 1024;  // largest piece moved per step; <= every connection's chunkBytes()
+  transport::Protocol proto = transport::Protocol::kSimple;  // of every connection in `links`
+  bool singleHost = true;  // every rank on this host (shared-memory-only algorithms apply)
 };
 
 using CollFn = Status (*)(const CollArgs& args, const AlgoContext& ctx);

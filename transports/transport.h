@@ -29,6 +29,16 @@ namespace loom::bootstrap { class Bootstrap; }
 
 namespace loom::transport {
 
+// How bytes cross a connection (NCCL's protocols). Simple moves large chunks
+// published with one counter store; LL ("low latency") writes each 4 bytes of
+// payload together with a 4-byte flag in one 8-byte store, so a receiver polls
+// the data itself and needs no separate flag line: lowest latency, half the
+// bandwidth. Both offer the same acquire/commit/release interface below, so
+// every algorithm runs over either.
+enum class Protocol { kSimple = 0, kLL = 1 };
+constexpr int kNumProtocols = 2;
+inline const char* protocolName(Protocol p) { return p == Protocol::kLL ? "LL" : "Simple"; }
+
 // What every rank publishes about itself during bootstrap.
 struct PeerInfo {
   int rank = -1;
@@ -43,6 +53,9 @@ class SendConnection {
   virtual size_t chunkBytes() const = 0;
   // Waits for a free slot and returns it (chunkBytes() writable bytes).
   virtual Status acquire(std::byte** slot, const WaitContext& wait) = 0;
+  // acquire() that never waits: true and a slot if one is free right now.
+  // Lets one thread drive several connections at once (fused send/recv).
+  virtual bool tryAcquire(std::byte** slot) = 0;
   // Publishes the first `bytes` bytes of the slot acquired last.
   virtual void commit(size_t bytes) = 0;
 };
@@ -53,6 +66,9 @@ class RecvConnection {
   virtual size_t chunkBytes() const = 0;
   // Waits for the oldest unreleased chunk and returns it, read-only, in place.
   virtual Status acquire(const std::byte** data, size_t* bytes, const WaitContext& wait) = 0;
+  // acquire() that never waits: true and the chunk if one has arrived. A
+  // false return may also mean the chunk is malformed; acquire() reports it.
+  virtual bool tryAcquire(const std::byte** data, size_t* bytes) = 0;
   // Gives the chunk returned by the last acquire() back to the sender.
   virtual void release() = 0;
 };
@@ -78,8 +94,10 @@ class Transport {
   // every rank of the communicator calls it, with the peers this transport
   // serves for it (the relation is symmetric).
   virtual Status connect(const SetupContext& ctx, const std::vector<int>& peers) = 0;
-  virtual SendConnection& sendTo(int peer) = 0;
-  virtual RecvConnection& recvFrom(int peer) = 0;
+  // Whether connect() also set up connections of protocol `proto`.
+  virtual bool supports(Protocol proto) const { return proto == Protocol::kSimple; }
+  virtual SendConnection& sendTo(int peer, Protocol proto) = 0;
+  virtual RecvConnection& recvFrom(int peer, Protocol proto) = 0;
 };
 
 // A backend in the compile-time registry (src/comm/transport_registry.cc).

@@ -110,6 +110,17 @@ loomResult_t loomCommGetAsyncError(loomComm_t comm, loomResult_t* asyncError);
 loomResult_t loomCommCount(const loomComm_t comm, int* count);
 loomResult_t loomCommUserRank(const loomComm_t comm, int* rank);
 
+/* MPI_Comm_split's semantics: collective over comm; ranks passing the same
+ * color form one new communicator, ordered by key, then by rank in comm.
+ * color LOOM_SPLIT_NOCOLOR (or any negative color) takes part but gets
+ * *newcomm = NULL. Outstanding work on comm finishes first. */
+#define LOOM_SPLIT_NOCOLOR (-1)
+loomResult_t loomCommSplit(loomComm_t comm, int color, int key, loomComm_t* newcomm);
+
+/* The algorithm and protocol that ran the last collective on comm, e.g.
+ * "tree/LL" (empty before the first). Perf tools print it per row. */
+loomResult_t loomCommGetLastAlgorithm(const loomComm_t comm, char* name, size_t nameLen);
+
 loomResult_t loomStreamCreate(loomStream_t* stream);
 /* Waits until everything enqueued on the stream has finished; returns the
  * first error of that work. */
@@ -144,6 +155,25 @@ loomResult_t loomReduceScatter(const void* sendbuff, void* recvbuff, size_t recv
                                loomStream_t stream);
 loomResult_t loomAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
                            loomDataType_t datatype, loomComm_t comm, loomStream_t stream);
+/* Every rank sends count elements to each rank: block j of sendbuff
+ * (count elements at offset j*count) goes to rank j, and block i of recvbuff
+ * comes from rank i. sendbuff and recvbuff hold nranks*count elements each
+ * and must not overlap. */
+loomResult_t loomAllToAll(const void* sendbuff, void* recvbuff, size_t count,
+                          loomDataType_t datatype, loomComm_t comm, loomStream_t stream);
+/* Returns (blocking) or completes on the stream once every rank has called it. */
+loomResult_t loomBarrier(loomComm_t comm, loomStream_t stream);
+
+/* Point to point, as ncclSend/ncclRecv: a send of count elements to peer is
+ * matched by a recv of count elements from this rank, in call order per pair.
+ * Outside a group each call blocks until its data has moved; inside a group
+ * all sends and recvs of a communicator progress together at GroupEnd (after
+ * the group's collectives), so exchanges in both directions cannot deadlock.
+ * peer may be this rank only inside a group. */
+loomResult_t loomSend(const void* sendbuff, size_t count, loomDataType_t datatype, int peer,
+                      loomComm_t comm, loomStream_t stream);
+loomResult_t loomRecv(void* recvbuff, size_t count, loomDataType_t datatype, int peer,
+                      loomComm_t comm, loomStream_t stream);
 
 /* Groups: calls between GroupStart and GroupEnd are validated at once but
  * started together at GroupEnd (so one thread can drive several

@@ -17,12 +17,17 @@ namespace loom {
 // Peer rank -> the connection of the transport that serves that peer.
 class Communicator::LinkTable final : public algo::Links {
  public:
-  explicit LinkTable(int nranks) : byPeer_(static_cast<size_t>(nranks), nullptr) {}
+  LinkTable(int nranks, transport::Protocol proto) : proto_(proto), byPeer_(static_cast<size_t>(nranks), nullptr) {}
   void set(int peer, transport::Transport* t) { byPeer_[static_cast<size_t>(peer)] = t; }
-  transport::SendConnection& sendTo(int peer) override { return byPeer_[static_cast<size_t>(peer)]->sendTo(peer); }
-  transport::RecvConnection& recvFrom(int peer) override { return byPeer_[static_cast<size_t>(peer)]->recvFrom(peer); }
+  transport::SendConnection& sendTo(int peer) override {
+    return byPeer_[static_cast<size_t>(peer)]->sendTo(peer, proto_);
+  }
+  transport::RecvConnection& recvFrom(int peer) override {
+    return byPeer_[static_cast<size_t>(peer)]->recvFrom(peer, proto_);
+  }
 
  private:
+  transport::Protocol proto_;
   std::vector<transport::Transport*> byPeer_;
 };
 
@@ -81,7 +86,7 @@ Status Communicator::connectPeers(const bootstrap::UniqueId& id) {
 
   // Every rank instantiates every backend and calls connect() on each, in
   // registry order, because connect() is collective (it may use the bootstrap).
-  links_ = std::make_unique<LinkTable>(nranks_);
+  links_ = std::make_unique<LinkTable>(nranks_, transport::Protocol::kSimple);
   const auto& self = peers_[static_cast<size_t>(rank_)];
   std::vector<std::vector<int>> served(transportRegistry().size());
   for (int peer = 0; peer < nranks_; ++peer) {

@@ -32,6 +32,17 @@ Status ShmSendConnection::acquire(std::byte** slot, const WaitContext& wait) {
   return Status::ok();
 }
 
+bool ShmSendConnection::tryAcquire(std::byte** slot) {
+  if (!misuse_.isOk()) return false;
+  if (!hasRoom()) {
+    tailSeen_ = fifo_.control->tail.load(std::memory_order_acquire);
+    if (!hasRoom()) return false;
+  }
+  acquired_ = true;
+  *slot = fifo_.slots + slotIndex_ * fifo_.slotStride;
+  return true;
+}
+
 void ShmSendConnection::commit(size_t bytes) {
   if (!acquired_ || bytes > fifo_.chunkBytes) {
     if (misuse_.isOk())
@@ -82,6 +93,20 @@ Status ShmRecvConnection::acquire(const std::byte** data, size_t* bytes, const W
   *data = fifo_.slots + slotIndex_ * fifo_.slotStride;
   *bytes = static_cast<size_t>(n);
   return Status::ok();
+}
+
+bool ShmRecvConnection::tryAcquire(const std::byte** data, size_t* bytes) {
+  if (!misuse_.isOk()) return false;
+  if (headSeen_ == tail_) {
+    headSeen_ = fifo_.control->head.load(std::memory_order_acquire);
+    if (headSeen_ == tail_) return false;
+  }
+  // A malformed byte count is left for acquire() to report.
+  if (fifo_.control->bytes[slotIndex_] > fifo_.chunkBytes) return false;
+  acquired_ = true;
+  *data = fifo_.slots + slotIndex_ * fifo_.slotStride;
+  *bytes = static_cast<size_t>(fifo_.control->bytes[slotIndex_]);
+  return true;
 }
 
 void ShmRecvConnection::release() {

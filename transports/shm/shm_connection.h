@@ -39,6 +39,7 @@ class ShmSendConnection final : public SendConnection {
 
   size_t chunkBytes() const override { return fifo_.chunkBytes; }
   Status acquire(std::byte** slot, const WaitContext& wait) override;
+  bool tryAcquire(std::byte** slot) override;
   // A commit without a pending acquire, or of more than chunkBytes(), is a
   // caller bug: nothing is published and the next acquire() reports it.
   void commit(size_t bytes) override;
@@ -62,6 +63,7 @@ class ShmRecvConnection final : public RecvConnection {
 
   size_t chunkBytes() const override { return fifo_.chunkBytes; }
   Status acquire(const std::byte** data, size_t* bytes, const WaitContext& wait) override;
+  bool tryAcquire(const std::byte** data, size_t* bytes) override;
   // A release without a pending acquire is a caller bug: nothing is released
   // and the next acquire() reports it.
   void release() override;
@@ -84,6 +86,7 @@ class UnconnectedSend final : public SendConnection {
   explicit UnconnectedSend(std::string message) : message_(std::move(message)) {}
   size_t chunkBytes() const override { return 0; }
   Status acquire(std::byte** slot, const WaitContext&) override;
+  bool tryAcquire(std::byte** slot) override { *slot = nullptr; return false; }
   void commit(size_t) override {}
 
  private:
@@ -95,6 +98,11 @@ class UnconnectedRecv final : public RecvConnection {
   explicit UnconnectedRecv(std::string message) : message_(std::move(message)) {}
   size_t chunkBytes() const override { return 0; }
   Status acquire(const std::byte** data, size_t* bytes, const WaitContext&) override;
+  bool tryAcquire(const std::byte** data, size_t* bytes) override {
+    *data = nullptr;
+    *bytes = 0;
+    return false;
+  }
   void release() override {}
 
  private:

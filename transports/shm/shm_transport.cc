@@ -25,8 +25,8 @@ class ShmTransport final : public Transport {
 
   const char* name() const override { return "shm"; }
   Status connect(const SetupContext& ctx, const std::vector<int>& peers) override;
-  SendConnection& sendTo(int peer) override;
-  RecvConnection& recvFrom(int peer) override;
+  SendConnection& sendTo(int peer, Protocol proto) override;
+  RecvConnection& recvFrom(int peer, Protocol proto) override;
 
  private:
   Status validate(const SetupContext& ctx, const std::vector<int>& peers) const;
@@ -221,13 +221,13 @@ void ShmTransport::unlinkOwn() {
   ownLinked_ = false;
 }
 
-SendConnection& ShmTransport::sendTo(int peer) {
-  if (!connected_ || peer < 0 || peer >= static_cast<int>(send_.size())) return invalidSend_;
+SendConnection& ShmTransport::sendTo(int peer, Protocol proto) {
+  if (proto != Protocol::kSimple || !connected_ || peer < 0 || peer >= static_cast<int>(send_.size())) return invalidSend_;
   return *send_[peer];
 }
 
-RecvConnection& ShmTransport::recvFrom(int peer) {
-  if (!connected_ || peer < 0 || peer >= static_cast<int>(recv_.size())) return invalidRecv_;
+RecvConnection& ShmTransport::recvFrom(int peer, Protocol proto) {
+  if (proto != Protocol::kSimple || !connected_ || peer < 0 || peer >= static_cast<int>(recv_.size())) return invalidRecv_;
   return *recv_[peer];
 }
 

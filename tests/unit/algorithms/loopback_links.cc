@@ -26,6 +26,13 @@ class LoopSend final : public transport::SendConnection {
     *slot = fifo_.writing.data();
     return Status::ok();
   }
+  bool tryAcquire(std::byte** slot) override {
+    std::lock_guard<std::mutex> lock(fifo_.mu);
+    if (fifo_.inFlight >= fabric_.slots()) return false;
+    fifo_.writing.assign(fabric_.chunkBytes(), std::byte{0xEE});
+    *slot = fifo_.writing.data();
+    return true;
+  }
   void commit(size_t bytes) override {
     std::lock_guard<std::mutex> lock(fifo_.mu);
     fifo_.writing.resize(bytes);
@@ -52,6 +59,15 @@ class LoopRecv final : public transport::RecvConnection {
     *data = reading_.data();
     *bytes = reading_.size();
     return Status::ok();
+  }
+  bool tryAcquire(const std::byte** data, size_t* bytes) override {
+    std::lock_guard<std::mutex> lock(fifo_.mu);
+    if (fifo_.committed.empty()) return false;
+    reading_ = std::move(fifo_.committed.front());
+    fifo_.committed.pop_front();
+    *data = reading_.data();
+    *bytes = reading_.size();
+    return true;
   }
   void release() override {
     std::lock_guard<std::mutex> lock(fifo_.mu);

@@ -63,8 +63,8 @@ PingPongResult pingPong(int pairs, int roundTrips) {
   auto start = Clock::now();
   runRankThreads(nranks, [&](int rank) {
     int peer = rank ^ 1;
-    transport::SendConnection& tx = w.transports[rank]->sendTo(peer);
-    transport::RecvConnection& rx = w.transports[rank]->recvFrom(peer);
+    transport::SendConnection& tx = w.transports[rank]->sendTo(peer, transport::Protocol::kSimple);
+    transport::RecvConnection& rx = w.transports[rank]->recvFrom(peer, transport::Protocol::kSimple);
     WaitContext wait = waitFor(30);
     Status& st = out.statuses[rank];
     for (uint64_t i = 0; i < static_cast<uint64_t>(roundTrips) && st.isOk(); ++i) {
@@ -113,17 +113,17 @@ TEST(ShmPerf, StreamingBandwidthOf256KiBChunks) {
       if (rank == 0) {
         for (size_t i = 0; i < buffer.size(); i += 512) buffer[i] = c * 1000003 + i;
         std::byte* slot = nullptr;
-        st = w.transports[0]->sendTo(1).acquire(&slot, wait);
+        st = w.transports[0]->sendTo(1, transport::Protocol::kSimple).acquire(&slot, wait);
         if (!st.isOk()) break;
         std::memcpy(slot, buffer.data(), kChunk);
-        w.transports[0]->sendTo(1).commit(kChunk);
+        w.transports[0]->sendTo(1, transport::Protocol::kSimple).commit(kChunk);
       } else {
         const std::byte* data = nullptr;
         size_t bytes = 0;
-        st = w.transports[1]->recvFrom(0).acquire(&data, &bytes, wait);
+        st = w.transports[1]->recvFrom(0, transport::Protocol::kSimple).acquire(&data, &bytes, wait);
         if (!st.isOk()) break;
         std::memcpy(buffer.data(), data, bytes);
-        w.transports[1]->recvFrom(0).release();
+        w.transports[1]->recvFrom(0, transport::Protocol::kSimple).release();
         if (bytes != kChunk) st = Status(Code::kInternalError, "short chunk");
         for (size_t i = 0; i < buffer.size() && st.isOk(); i += 512)
           if (buffer[i] != c * 1000003 + i) st = Status(Code::kInternalError, "chunk content mismatch");

@@ -113,11 +113,11 @@ std::string runChildRank(int fd, int rank, int nranks, const std::string& tag, b
   for (uint64_t c = 0; c < 40 && st.isOk(); ++c) {
     for (int k = 1; k < nranks && st.isOk(); ++k) {
       int dst = (rank + k) % nranks;
-      st = sendPatternChunk(t->sendTo(dst), rank, dst, c, chunkSizeFor(rank, dst, c, cfg.chunkBytes), wait);
+      st = sendPatternChunk(t->sendTo(dst, transport::Protocol::kSimple), rank, dst, c, chunkSizeFor(rank, dst, c, cfg.chunkBytes), wait);
     }
     for (int k = 1; k < nranks && st.isOk(); ++k) {
       int src = (rank - k + nranks) % nranks;
-      st = recvPatternChunk(t->recvFrom(src), src, rank, c, chunkSizeFor(src, rank, c, cfg.chunkBytes), wait);
+      st = recvPatternChunk(t->recvFrom(src, transport::Protocol::kSimple), src, rank, c, chunkSizeFor(src, rank, c, cfg.chunkBytes), wait);
     }
   }
   if (!st.isOk()) return st.message();

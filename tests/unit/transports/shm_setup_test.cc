@@ -130,8 +130,8 @@ TEST(ShmSetup, SelfConnectionLoopsBack) {
   ASSERT_TRUE(w.allOk()) << w.firstError();
   WaitContext wait = waitFor(5);
   for (uint64_t c = 0; c < 10; ++c) {
-    ASSERT_TRUE(sendPatternChunk(w.transports[0]->sendTo(0), 0, 0, c, chunkSizeFor(0, 0, c, 1024), wait).isOk());
-    Status s = recvPatternChunk(w.transports[0]->recvFrom(0), 0, 0, c, chunkSizeFor(0, 0, c, 1024), wait);
+    ASSERT_TRUE(sendPatternChunk(w.transports[0]->sendTo(0, transport::Protocol::kSimple), 0, 0, c, chunkSizeFor(0, 0, c, 1024), wait).isOk());
+    Status s = recvPatternChunk(w.transports[0]->recvFrom(0, transport::Protocol::kSimple), 0, 0, c, chunkSizeFor(0, 0, c, 1024), wait);
     ASSERT_TRUE(s.isOk()) << s.message();
   }
 }
@@ -148,26 +148,26 @@ TEST(ShmSetup, SparsePeersConnectOnlyThoseListed) {
     WaitContext wait = waitFor(10);
     int next = (r + 1) % n, prev = (r + n - 1) % n;
     for (uint64_t c = 0; c < 30 && results[r].isOk(); ++c) {
-      results[r] = sendPatternChunk(w.transports[r]->sendTo(next), r, next, c, chunkSizeFor(r, next, c, 512), wait);
+      results[r] = sendPatternChunk(w.transports[r]->sendTo(next, transport::Protocol::kSimple), r, next, c, chunkSizeFor(r, next, c, 512), wait);
       if (results[r].isOk())
-        results[r] = recvPatternChunk(w.transports[r]->recvFrom(prev), prev, r, c, chunkSizeFor(prev, r, c, 512), wait);
+        results[r] = recvPatternChunk(w.transports[r]->recvFrom(prev, transport::Protocol::kSimple), prev, r, c, chunkSizeFor(prev, r, c, 512), wait);
     }
   });
   for (int r = 0; r < n; ++r) EXPECT_TRUE(results[r].isOk()) << results[r].message();
   std::byte* slot = nullptr;
-  Status s = w.transports[0]->sendTo(2).acquire(&slot, waitFor(1));
+  Status s = w.transports[0]->sendTo(2, transport::Protocol::kSimple).acquire(&slot, waitFor(1));
   EXPECT_EQ(s.code(), Code::kInvalidUsage);
   EXPECT_TRUE(contains(s, "rank 0 has no connection to rank 2")) << s.message();
   const std::byte* data = nullptr;
   size_t bytes = 0;
-  EXPECT_EQ(w.transports[0]->recvFrom(-1).acquire(&data, &bytes, waitFor(1)).code(), Code::kInvalidUsage);
-  EXPECT_EQ(w.transports[0]->recvFrom(n).acquire(&data, &bytes, waitFor(1)).code(), Code::kInvalidUsage);
+  EXPECT_EQ(w.transports[0]->recvFrom(-1, transport::Protocol::kSimple).acquire(&data, &bytes, waitFor(1)).code(), Code::kInvalidUsage);
+  EXPECT_EQ(w.transports[0]->recvFrom(n, transport::Protocol::kSimple).acquire(&data, &bytes, waitFor(1)).code(), Code::kInvalidUsage);
 }
 
 TEST(ShmSetup, UnconnectedTransportAndSecondConnectAreUsageErrors) {
   auto fresh = transport::shmTransportFactory().create();
   std::byte* slot = nullptr;
-  EXPECT_EQ(fresh->sendTo(0).acquire(&slot, waitFor(1)).code(), Code::kInvalidUsage);
+  EXPECT_EQ(fresh->sendTo(0, transport::Protocol::kSimple).acquire(&slot, waitFor(1)).code(), Code::kInvalidUsage);
 
   World w = connectWorld(1, uniqueJobTag(), smallConfig(), [](int) { return std::vector<int>{0}; });
   ASSERT_TRUE(w.allOk()) << w.firstError();
@@ -178,15 +178,15 @@ TEST(ShmSetup, UnconnectedTransportAndSecondConnectAreUsageErrors) {
   Status again = w.transports[0]->connect(ctx, {0});
   EXPECT_EQ(again.code(), Code::kInvalidUsage);
   // The first connection still works.
-  EXPECT_TRUE(sendPatternChunk(w.transports[0]->sendTo(0), 0, 0, 1, 3, waitFor(1)).isOk());
-  EXPECT_TRUE(recvPatternChunk(w.transports[0]->recvFrom(0), 0, 0, 1, 3, waitFor(1)).isOk());
+  EXPECT_TRUE(sendPatternChunk(w.transports[0]->sendTo(0, transport::Protocol::kSimple), 0, 0, 1, 3, waitFor(1)).isOk());
+  EXPECT_TRUE(recvPatternChunk(w.transports[0]->recvFrom(0, transport::Protocol::kSimple), 0, 0, 1, 3, waitFor(1)).isOk());
 }
 
 TEST(ShmSetup, CommitOrReleaseWithoutAcquireIsReportedByNextAcquire) {
   World w = connectWorld(2, uniqueJobTag(), smallConfig(1024, 2), [](int r) { return std::vector<int>{1 - r}; });
   ASSERT_TRUE(w.allOk()) << w.firstError();
-  transport::SendConnection& tx = w.transports[0]->sendTo(1);
-  transport::RecvConnection& rx = w.transports[1]->recvFrom(0);
+  transport::SendConnection& tx = w.transports[0]->sendTo(1, transport::Protocol::kSimple);
+  transport::RecvConnection& rx = w.transports[1]->recvFrom(0, transport::Protocol::kSimple);
   tx.commit(10);
   std::byte* slot = nullptr;
   Status s = tx.acquire(&slot, waitFor(1));
@@ -198,12 +198,12 @@ TEST(ShmSetup, CommitOrReleaseWithoutAcquireIsReportedByNextAcquire) {
   Status r = rx.acquire(&data, &bytes, waitFor(1));
   EXPECT_TRUE(contains(r, "release without acquire")) << r.message();
 
-  transport::SendConnection& tx2 = w.transports[1]->sendTo(0);
+  transport::SendConnection& tx2 = w.transports[1]->sendTo(0, transport::Protocol::kSimple);
   ASSERT_TRUE(tx2.acquire(&slot, waitFor(1)).isOk());
   tx2.commit(1025);
   EXPECT_TRUE(contains(tx2.acquire(&slot, waitFor(1)), "exceeds the chunk size 1024"));
   // Nothing was published by the rejected commits.
-  EXPECT_EQ(w.transports[0]->recvFrom(1).acquire(&data, &bytes, waitFor(0.05)).code(), Code::kTimeout);
+  EXPECT_EQ(w.transports[0]->recvFrom(1, transport::Protocol::kSimple).acquire(&data, &bytes, waitFor(0.05)).code(), Code::kTimeout);
 }
 
 TEST(LocalBootstrap, AllGatherDeliversEverySlotAndTimesOutNamingMissingRanks) {

@@ -43,8 +43,8 @@ TEST(ShmTransport, ManyChunksArriveInOrderWithContent) {
     WaitContext wait = waitFor(20);
     for (uint64_t c = 0; c < kChunks && results[rank].isOk(); ++c) {
       size_t n = chunkSizeFor(0, 1, c, cfg.chunkBytes);
-      results[rank] = rank == 0 ? sendPatternChunk(w.transports[0]->sendTo(1), 0, 1, c, n, wait)
-                                : recvPatternChunk(w.transports[1]->recvFrom(0), 0, 1, c, n, wait);
+      results[rank] = rank == 0 ? sendPatternChunk(w.transports[0]->sendTo(1, transport::Protocol::kSimple), 0, 1, c, n, wait)
+                                : recvPatternChunk(w.transports[1]->recvFrom(0, transport::Protocol::kSimple), 0, 1, c, n, wait);
     }
   });
   EXPECT_TRUE(results[0].isOk()) << results[0].message();
@@ -56,8 +56,8 @@ TEST(ShmTransport, ZeroByteChunksAreDeliveredAndCounted) {
   World w = connectWorld(2, uniqueJobTag(), cfg, pairPeers);
   ASSERT_TRUE(w.allOk()) << w.firstError();
   WaitContext wait = waitFor(10);
-  SendConnection& tx = w.transports[0]->sendTo(1);
-  RecvConnection& rx = w.transports[1]->recvFrom(0);
+  SendConnection& tx = w.transports[0]->sendTo(1, transport::Protocol::kSimple);
+  RecvConnection& rx = w.transports[1]->recvFrom(0, transport::Protocol::kSimple);
   // Same thread, interleaved: a zero-byte chunk still occupies a slot.
   for (uint64_t c = 0; c < 20; ++c) {
     ASSERT_TRUE(sendPatternChunk(tx, 0, 1, c, 0, wait).isOk());
@@ -72,14 +72,14 @@ TEST(ShmTransport, FullSizeChunksFillWholeSlots) {
   Config cfg = smallConfig(256 * 1024, 2);
   World w = connectWorld(2, uniqueJobTag(), cfg, pairPeers);
   ASSERT_TRUE(w.allOk()) << w.firstError();
-  EXPECT_EQ(w.transports[0]->sendTo(1).chunkBytes(), cfg.chunkBytes);
-  EXPECT_EQ(w.transports[1]->recvFrom(0).chunkBytes(), cfg.chunkBytes);
+  EXPECT_EQ(w.transports[0]->sendTo(1, transport::Protocol::kSimple).chunkBytes(), cfg.chunkBytes);
+  EXPECT_EQ(w.transports[1]->recvFrom(0, transport::Protocol::kSimple).chunkBytes(), cfg.chunkBytes);
   std::vector<Status> results(2);
   runRankThreads(2, [&](int rank) {
     WaitContext wait = waitFor(20);
     for (uint64_t c = 0; c < 12 && results[rank].isOk(); ++c)
-      results[rank] = rank == 0 ? sendPatternChunk(w.transports[0]->sendTo(1), 0, 1, c, cfg.chunkBytes, wait)
-                                : recvPatternChunk(w.transports[1]->recvFrom(0), 0, 1, c, cfg.chunkBytes, wait);
+      results[rank] = rank == 0 ? sendPatternChunk(w.transports[0]->sendTo(1, transport::Protocol::kSimple), 0, 1, c, cfg.chunkBytes, wait)
+                                : recvPatternChunk(w.transports[1]->recvFrom(0, transport::Protocol::kSimple), 0, 1, c, cfg.chunkBytes, wait);
   });
   EXPECT_TRUE(results[0].isOk()) << results[0].message();
   EXPECT_TRUE(results[1].isOk()) << results[1].message();
@@ -98,11 +98,11 @@ void exchangeAllPairs(int nranks, int rounds, const Config& cfg) {
     for (uint64_t c = 0; c < static_cast<uint64_t>(rounds) && st.isOk(); ++c) {
       for (int k = 1; k < nranks && st.isOk(); ++k) {
         int dst = (rank + k) % nranks;
-        st = sendPatternChunk(t.sendTo(dst), rank, dst, c, chunkSizeFor(rank, dst, c, cfg.chunkBytes), wait);
+        st = sendPatternChunk(t.sendTo(dst, transport::Protocol::kSimple), rank, dst, c, chunkSizeFor(rank, dst, c, cfg.chunkBytes), wait);
       }
       for (int k = 1; k < nranks && st.isOk(); ++k) {
         int src = (rank - k + nranks) % nranks;
-        st = recvPatternChunk(t.recvFrom(src), src, rank, c, chunkSizeFor(src, rank, c, cfg.chunkBytes), wait);
+        st = recvPatternChunk(t.recvFrom(src, transport::Protocol::kSimple), src, rank, c, chunkSizeFor(src, rank, c, cfg.chunkBytes), wait);
       }
     }
   });
@@ -131,8 +131,8 @@ TEST(ShmTransport, FutexOnlyWaitsStillDeliver) {
     wait.yieldMicros = 0;
     for (uint64_t c = 0; c < 300 && results[rank].isOk(); ++c) {
       size_t n = chunkSizeFor(0, 1, c, cfg.chunkBytes);
-      results[rank] = rank == 0 ? sendPatternChunk(w.transports[0]->sendTo(1), 0, 1, c, n, wait)
-                                : recvPatternChunk(w.transports[1]->recvFrom(0), 0, 1, c, n, wait);
+      results[rank] = rank == 0 ? sendPatternChunk(w.transports[0]->sendTo(1, transport::Protocol::kSimple), 0, 1, c, n, wait)
+                                : recvPatternChunk(w.transports[1]->recvFrom(0, transport::Protocol::kSimple), 0, 1, c, n, wait);
     }
   });
   EXPECT_TRUE(results[0].isOk()) << results[0].message();
@@ -151,9 +151,9 @@ TEST(ShmTransport, BidirectionalSimultaneousTraffic) {
     bool sender = id % 2 == 0;
     WaitContext wait = waitFor(20);
     for (uint64_t c = 0; c < kChunks && results[id].isOk(); ++c) {
-      results[id] = sender ? sendPatternChunk(w.transports[rank]->sendTo(peer), rank, peer, c,
+      results[id] = sender ? sendPatternChunk(w.transports[rank]->sendTo(peer, transport::Protocol::kSimple), rank, peer, c,
                                               chunkSizeFor(rank, peer, c, cfg.chunkBytes), wait)
-                           : recvPatternChunk(w.transports[rank]->recvFrom(peer), peer, rank, c,
+                           : recvPatternChunk(w.transports[rank]->recvFrom(peer, transport::Protocol::kSimple), peer, rank, c,
                                               chunkSizeFor(peer, rank, c, cfg.chunkBytes), wait);
     }
   });
@@ -170,7 +170,7 @@ TEST(ShmTransport, ReceiveTimesOutNamingThePeer) {
   const std::byte* data = nullptr;
   size_t bytes = 0;
   auto start = Clock::now();
-  Status s = w.transports[0]->recvFrom(1).acquire(&data, &bytes, waitFor(0.2));
+  Status s = w.transports[0]->recvFrom(1, transport::Protocol::kSimple).acquire(&data, &bytes, waitFor(0.2));
   double took = secondsSince(start);
   EXPECT_EQ(s.code(), Code::kTimeout);
   EXPECT_NE(s.message().find("chunk from rank 1 to rank 0 over shm"), std::string::npos) << s.message();
@@ -182,14 +182,14 @@ TEST(ShmTransport, SendTimesOutWhenReceiverHoldsEverySlot) {
   Config cfg = smallConfig(4096, 3);
   World w = connectWorld(2, uniqueJobTag(), cfg, pairPeers);
   ASSERT_TRUE(w.allOk()) << w.firstError();
-  SendConnection& tx = w.transports[1]->sendTo(0);
+  SendConnection& tx = w.transports[1]->sendTo(0, transport::Protocol::kSimple);
   for (uint64_t c = 0; c < 3; ++c) ASSERT_TRUE(sendPatternChunk(tx, 1, 0, c, 10, waitFor(5)).isOk());
   std::byte* slot = nullptr;
   Status s = tx.acquire(&slot, waitFor(0.1));
   EXPECT_EQ(s.code(), Code::kTimeout);
   EXPECT_NE(s.message().find("free slot to send to rank 0 over shm"), std::string::npos) << s.message();
   // Releasing one chunk frees exactly one slot.
-  ASSERT_TRUE(recvPatternChunk(w.transports[0]->recvFrom(1), 1, 0, 0, 10, waitFor(5)).isOk());
+  ASSERT_TRUE(recvPatternChunk(w.transports[0]->recvFrom(1, transport::Protocol::kSimple), 1, 0, 0, 10, waitFor(5)).isOk());
   EXPECT_TRUE(sendPatternChunk(tx, 1, 0, 3, 10, waitFor(5)).isOk());
   EXPECT_EQ(tx.acquire(&slot, waitFor(0.05)).code(), Code::kTimeout);
 }
@@ -205,7 +205,7 @@ TEST(ShmTransport, AbortFlagUnblocksAWait) {
   const std::byte* data = nullptr;
   size_t bytes = 0;
   auto start = Clock::now();
-  Status s = w.transports[1]->recvFrom(0).acquire(&data, &bytes, waitFor(30, &abort));
+  Status s = w.transports[1]->recvFrom(0, transport::Protocol::kSimple).acquire(&data, &bytes, waitFor(30, &abort));
   double took = secondsSince(start);
   aborter.join();
   EXPECT_EQ(s.code(), Code::kRemoteError);
@@ -220,8 +220,8 @@ TEST(ShmTransport, NoSegmentLeftInDevShmAfterConnectOrDestruction) {
   ASSERT_TRUE(w.allOk()) << w.firstError();
   EXPECT_TRUE(leftoverSegments(tag).empty()) << leftoverSegments(tag)[0];
   // The unlinked segments stay usable through the mappings.
-  EXPECT_TRUE(sendPatternChunk(w.transports[2]->sendTo(3), 2, 3, 0, 100, waitFor(5)).isOk());
-  EXPECT_TRUE(recvPatternChunk(w.transports[3]->recvFrom(2), 2, 3, 0, 100, waitFor(5)).isOk());
+  EXPECT_TRUE(sendPatternChunk(w.transports[2]->sendTo(3, transport::Protocol::kSimple), 2, 3, 0, 100, waitFor(5)).isOk());
+  EXPECT_TRUE(recvPatternChunk(w.transports[3]->recvFrom(2, transport::Protocol::kSimple), 2, 3, 0, 100, waitFor(5)).isOk());
   w.transports.clear();
   EXPECT_TRUE(leftoverSegments(tag).empty());
 }
@@ -236,8 +236,8 @@ TEST(ShmTransport, FileSegmentsInAnotherDirectoryWorkAndAreRemoved) {
     World w = connectWorld(3, tag, cfg, [](int r) { return allPeersOf(r, 3); });
     ASSERT_TRUE(w.allOk()) << w.firstError();
     EXPECT_TRUE(leftoverSegments(tag, dir).empty());
-    EXPECT_TRUE(sendPatternChunk(w.transports[0]->sendTo(2), 0, 2, 7, 2048, waitFor(5)).isOk());
-    EXPECT_TRUE(recvPatternChunk(w.transports[2]->recvFrom(0), 0, 2, 7, 2048, waitFor(5)).isOk());
+    EXPECT_TRUE(sendPatternChunk(w.transports[0]->sendTo(2, transport::Protocol::kSimple), 0, 2, 7, 2048, waitFor(5)).isOk());
+    EXPECT_TRUE(recvPatternChunk(w.transports[2]->recvFrom(0, transport::Protocol::kSimple), 0, 2, 7, 2048, waitFor(5)).isOk());
   }
   EXPECT_TRUE(leftoverSegments(tag, dir).empty());
   ::rmdir(dir.c_str());
