@@ -1,9 +1,15 @@
 // The byte layout of a shared-memory segment, shared by every process that
-// maps it. Each rank owns one segment holding one FIFO per inbound peer:
+// maps it. Each rank owns one segment holding, per inbound peer, one Simple
+// FIFO followed by one LL FIFO (together "the FIFO region" of that peer):
 //
 //   offset 0            SegmentHeader + FifoEntry[fifoCount]   (headerBytes, page multiple)
 //   entry.offset        FifoControl (one page): head line, tail line, byte counts
 //   entry.offset + 4K   slot 0 | slot 1 | ... | slot (slots-1)  (slotStride apart)
+//   entry.offset + llOffset          LLFifoControl (one page): signal line, tail line
+//   entry.offset + llOffset + 4K     LL slot 0 | ... | LL slot (llSlots-1)  (llSlotStride apart)
+//
+// An LL slot is an array of 8-byte lines (see shm_ll_connection.h): one
+// header line, then one line per 4 payload bytes.
 //
 // Everything here is plain data plus lock-free atomics, so it works between
 // processes as well as between threads (the segment is mapped once per user,
@@ -21,11 +27,26 @@
 namespace loom::transport::shm {
 
 constexpr uint64_t kSegmentMagic = 0x4d48534d4f4f4cull;  // "LOOMSHM"
-constexpr uint32_t kLayoutVersion = 1;
+constexpr uint32_t kLayoutVersion = 2;  // 2: LL FIFOs after each Simple FIFO
 constexpr size_t kPageBytes = 4096;
 constexpr size_t kCacheLineBytes = 64;
 // The control page holds the two cache lines below plus one byte count per slot.
 constexpr int kMaxSlots = (kPageBytes - 2 * kCacheLineBytes) / sizeof(uint64_t);
+
+// LL geometry (fixed, not a knob: the tuner sends only small messages over LL).
+// 8 KiB of payload per slot is 2049 lines = 16 KiB of shared memory: a chunk's
+// lines fit the receiving core's L1 while it unpacks them, and the per-chunk
+// costs (one futex notify, one wait) stay small next to ~2k line stores. 8
+// slots keep 64 KiB in flight, so a message up to the LL range (tens of KiB)
+// is written in full without the sender ever waiting for the receiver, and a
+// ring step (at most one chunk ahead of the receiver) never fills the FIFO.
+// Per peer and direction that is 4 KiB + 8 x 16 KiB = 132 KiB, next to the
+// Simple FIFO's megabyte.
+constexpr uint32_t kLLSlots = 8;
+constexpr uint64_t kLLChunkBytes = 8 * 1024;
+constexpr size_t kLLLineBytes = 8;     // one 64-bit store: 4 payload bytes + 4-byte flag
+constexpr size_t kLLPayloadPerLine = 4;
+constexpr uint32_t kLLFlagPeriod = 0xffffffffu;  // flags 1 .. 2^32-1 (0 is zeroed memory)
 
 constexpr size_t roundUp(size_t value, size_t multiple) {
   return (value + multiple - 1) / multiple * multiple;
@@ -46,9 +67,14 @@ struct SegmentHeader {
   uint32_t slots;       // chunks in flight per FIFO
   uint64_t chunkBytes;  // payload bytes per slot
   uint64_t slotStride;  // distance between slots (chunkBytes rounded up)
-  uint64_t fifoBytes;   // control page + slots
+  uint64_t fifoBytes;   // one peer's region: Simple control page + slots + LL control page + LL slots
   uint64_t headerBytes; // this header + the entry table, page multiple
   uint64_t totalBytes;  // the whole segment
+  uint32_t llSlots;       // LL chunks in flight per FIFO
+  uint32_t reserved;
+  uint64_t llChunkBytes;  // LL payload bytes per slot (a multiple of 4)
+  uint64_t llSlotStride;  // distance between LL slots
+  uint64_t llOffset;      // the LL FIFO's distance from the start of a peer's region (page multiple)
 
   FifoEntry* entries() { return reinterpret_cast<FifoEntry*>(this + 1); }
   const FifoEntry* entries() const { return reinterpret_cast<const FifoEntry*>(this + 1); }
@@ -72,7 +98,21 @@ struct FifoControl {
   alignas(kCacheLineBytes) uint64_t bytes[kMaxSlots];
 };
 
+// The synchronisation state of one LL FIFO. There is no head counter: the
+// receiver polls the lines themselves, whose flags say whether they belong to
+// the chunk it expects. `tail` counts chunks released, written only by the
+// receiver and read by the sender only when it believes the FIFO is full.
+// `committed` lets a receiver that ran out of polling patience sleep.
+struct LLFifoControl {
+  // Sender-written line.
+  alignas(kCacheLineBytes) WaitSignal committed;  // notified after a chunk's lines are stored
+  // Receiver-written line.
+  alignas(kCacheLineBytes) std::atomic<uint64_t> tail{0};
+  WaitSignal released;  // notified after tail advances; the sender sleeps on it
+};
+
 static_assert(sizeof(FifoControl) <= kPageBytes, "FIFO control block must fit one page");
+static_assert(sizeof(LLFifoControl) <= kPageBytes, "LL FIFO control block must fit one page");
 static_assert(std::atomic<uint64_t>::is_always_lock_free, "shared-memory counters must be lock free");
 static_assert(std::atomic<uint32_t>::is_always_lock_free, "shared-memory signals must be lock free");
 
@@ -81,18 +121,30 @@ struct SegmentGeometry {
   uint32_t slots = 0;
   uint64_t chunkBytes = 0;
   uint64_t slotStride = 0;
-  uint64_t fifoBytes = 0;
+  uint64_t llOffset = 0;  // == the Simple FIFO's bytes
+  uint32_t llSlots = 0;
+  uint64_t llChunkBytes = 0;
+  uint64_t llSlotStride = 0;
+  uint64_t fifoBytes = 0;  // Simple + LL FIFO of one peer
   uint64_t headerBytes = 0;
   uint64_t totalBytes = 0;
 
-  static SegmentGeometry compute(uint32_t fifoCount, uint32_t slots, uint64_t chunkBytes) {
+  // Lines in one LL slot: the header line plus one per 4 payload bytes.
+  uint64_t llLinesPerSlot() const { return 1 + llChunkBytes / kLLPayloadPerLine; }
+
+  static SegmentGeometry compute(uint32_t fifoCount, uint32_t slots, uint64_t chunkBytes,
+                                 uint32_t llSlots = kLLSlots, uint64_t llChunkBytes = kLLChunkBytes) {
     SegmentGeometry g;
     g.slots = slots;
     g.chunkBytes = chunkBytes;
     // Page-aligned slots for chunk-sized payloads (whole pages per slot);
     // small test chunks only need cache-line alignment.
     g.slotStride = roundUp(chunkBytes, chunkBytes >= kPageBytes ? kPageBytes : kCacheLineBytes);
-    g.fifoBytes = roundUp(kPageBytes + slots * g.slotStride, kPageBytes);
+    g.llOffset = roundUp(kPageBytes + slots * g.slotStride, kPageBytes);
+    g.llSlots = llSlots;
+    g.llChunkBytes = llChunkBytes;
+    g.llSlotStride = roundUp(g.llLinesPerSlot() * kLLLineBytes, kCacheLineBytes);
+    g.fifoBytes = g.llOffset + roundUp(kPageBytes + llSlots * g.llSlotStride, kPageBytes);
     g.headerBytes = roundUp(sizeof(SegmentHeader) + fifoCount * sizeof(FifoEntry), kPageBytes);
     g.totalBytes = g.headerBytes + fifoCount * g.fifoBytes;
     return g;

@@ -11,6 +11,7 @@
 #include "common/format.h"
 #include "transports/shm/shm_connection.h"
 #include "transports/shm/shm_layout.h"
+#include "transports/shm/shm_ll_connection.h"
 #include "transports/shm/shm_segment.h"
 
 namespace loom::transport::shm {
@@ -19,12 +20,13 @@ namespace {
 class ShmTransport final : public Transport {
  public:
   ShmTransport()
-      : invalidSend_("shm: no connection for that peer rank (out of range, or connect() has not succeeded)"),
-        invalidRecv_("shm: no connection for that peer rank (out of range, or connect() has not succeeded)") {}
+      : invalidSend_("shm: no connection for that peer rank (out of range, unknown protocol, or connect() has not succeeded)"),
+        invalidRecv_("shm: no connection for that peer rank (out of range, unknown protocol, or connect() has not succeeded)") {}
   ~ShmTransport() override { unlinkOwn(); }
 
   const char* name() const override { return "shm"; }
   Status connect(const SetupContext& ctx, const std::vector<int>& peers) override;
+  bool supports(Protocol proto) const override { return proto == Protocol::kSimple || proto == Protocol::kLL; }
   SendConnection& sendTo(int peer, Protocol proto) override;
   RecvConnection& recvFrom(int peer, Protocol proto) override;
 
@@ -34,6 +36,9 @@ class ShmTransport final : public Transport {
   Status connectToPeer(const SetupContext& ctx, int peer);
   Status exchangeOutcome(const SetupContext& ctx, const Status& local, const char* step) const;
   void unlinkOwn();
+  static int protoIndex(Protocol proto) { return static_cast<int>(proto); }
+  static bool validProto(Protocol proto) { return protoIndex(proto) >= 0 && protoIndex(proto) < kNumProtocols; }
+  void clearConnections();
 
   bool connected_ = false;
   std::vector<int> peers_;  // sorted
@@ -41,8 +46,9 @@ class ShmTransport final : public Transport {
   bool ownLinked_ = false;
   Mapping ownMapping_;
   std::vector<Mapping> peerMappings_;  // the FIFO this rank writes, in each peer's segment
-  std::vector<std::unique_ptr<SendConnection>> send_;  // indexed by rank
-  std::vector<std::unique_ptr<RecvConnection>> recv_;
+  // [protocol][rank]
+  std::vector<std::unique_ptr<SendConnection>> send_[kNumProtocols];
+  std::vector<std::unique_ptr<RecvConnection>> recv_[kNumProtocols];
   UnconnectedSend invalidSend_;
   UnconnectedRecv invalidRecv_;
 };
@@ -91,13 +97,21 @@ Status ShmTransport::createOwnSegment(const SetupContext& ctx) {
   for (uint32_t i = 0; i < fifoCount; ++i) {
     uint64_t offset = g.headerBytes + i * g.fifoBytes;
     header->entries()[i] = FifoEntry{peers_[i], 0, offset};
-    FifoView view{new (ownMapping_.data() + offset) FifoControl{}, ownMapping_.data() + offset + kPageBytes,
-                  g.slots, g.slotStride, g.chunkBytes};
-    recv_[peers_[i]] = std::make_unique<ShmRecvConnection>(view, ctx.rank, peers_[i]);
+    std::byte* region = ownMapping_.data() + offset;
+    FifoView view{new (region) FifoControl{}, region + kPageBytes, g.slots, g.slotStride, g.chunkBytes};
+    recv_[protoIndex(Protocol::kSimple)][peers_[i]] = std::make_unique<ShmRecvConnection>(view, ctx.rank, peers_[i]);
+    LLFifoView llView{new (region + g.llOffset) LLFifoControl{}, region + g.llOffset + kPageBytes, g.llSlots,
+                      g.llSlotStride, g.llChunkBytes};
+    recv_[protoIndex(Protocol::kLL)][peers_[i]] = std::make_unique<ShmLLRecvConnection>(llView, ctx.rank, peers_[i]);
   }
-  LOOM_INFO(ctx.log, kSubsysTransport, "shm: created %s (%u inbound FIFOs x %u slots x %llu bytes, %llu bytes)",
-            own_.path().c_str(), fifoCount, g.slots, static_cast<unsigned long long>(g.chunkBytes),
-            static_cast<unsigned long long>(g.totalBytes));
+  header->llSlots = g.llSlots;
+  header->llChunkBytes = g.llChunkBytes;
+  header->llSlotStride = g.llSlotStride;
+  header->llOffset = g.llOffset;
+  LOOM_INFO(ctx.log, kSubsysTransport,
+            "shm: created %s (%u inbound FIFOs x (%u slots x %llu bytes + LL %u x %llu bytes), %llu bytes)",
+            own_.path().c_str(), fifoCount, g.slots, static_cast<unsigned long long>(g.chunkBytes), g.llSlots,
+            static_cast<unsigned long long>(g.llChunkBytes), static_cast<unsigned long long>(g.totalBytes));
   return Status::ok();
 }
 
@@ -126,7 +140,9 @@ Status ShmTransport::connectToPeer(const SetupContext& ctx, int peer) {
                cfg.chunkBytes);
   SegmentGeometry g = SegmentGeometry::compute(header.fifoCount, header.slots, header.chunkBytes);
   LOOM_ENFORCE(g.headerBytes == header.headerBytes && g.totalBytes == header.totalBytes &&
-                   g.totalBytes <= fileBytes,
+                   g.fifoBytes == header.fifoBytes && g.llSlots == header.llSlots &&
+                   g.llChunkBytes == header.llChunkBytes && g.llSlotStride == header.llSlotStride &&
+                   g.llOffset == header.llOffset && g.totalBytes <= fileBytes,
                Code::kSystemError, "shm: segment %s of peer rank %d has an inconsistent size", where.path().c_str(),
                peer);
   if (g.headerBytes > kPageBytes) {
@@ -148,7 +164,10 @@ Status ShmTransport::connectToPeer(const SetupContext& ctx, int peer) {
   if (!fifoMap.isOk()) return fifoMap.status();
   std::byte* base = fifoMap->data();
   FifoView view{reinterpret_cast<FifoControl*>(base), base + kPageBytes, g.slots, g.slotStride, g.chunkBytes};
-  send_[peer] = std::make_unique<ShmSendConnection>(view, ctx.rank, peer);
+  send_[protoIndex(Protocol::kSimple)][peer] = std::make_unique<ShmSendConnection>(view, ctx.rank, peer);
+  LLFifoView llView{reinterpret_cast<LLFifoControl*>(base + g.llOffset), base + g.llOffset + kPageBytes, g.llSlots,
+                    g.llSlotStride, g.llChunkBytes};
+  send_[protoIndex(Protocol::kLL)][peer] = std::make_unique<ShmLLSendConnection>(llView, ctx.rank, peer);
   peerMappings_.push_back(std::move(fifoMap).value());
   return Status::ok();
 }
@@ -183,10 +202,11 @@ Status ShmTransport::connect(const SetupContext& ctx, const std::vector<int>& pe
   if (status.isOk()) {
     peers_ = peers;
     std::sort(peers_.begin(), peers_.end());
-    send_.clear();
-    recv_.clear();
-    send_.resize(ctx.nranks);
-    recv_.resize(ctx.nranks);
+    clearConnections();
+    for (int p = 0; p < kNumProtocols; ++p) {
+      send_[p].resize(ctx.nranks);
+      recv_[p].resize(ctx.nranks);
+    }
     if (!peers_.empty()) status = createOwnSegment(ctx);
   }
   status = exchangeOutcome(ctx, status, "creating shared-memory segments");
@@ -200,19 +220,27 @@ Status ShmTransport::connect(const SetupContext& ctx, const std::vector<int>& pe
   // Every peer has mapped its FIFO (or setup failed): the name is no longer needed.
   unlinkOwn();
   if (!status.isOk()) {
+    clearConnections();
     peerMappings_.clear();
-    send_.clear();
-    recv_.clear();
     ownMapping_.reset();
     return status;
   }
-  for (int r = 0; r < ctx.nranks; ++r) {
-    std::string why = strprintf("shm: rank %d has no connection to rank %d (not among its shm peers)", ctx.rank, r);
-    if (!send_[r]) send_[r] = std::make_unique<UnconnectedSend>(why);
-    if (!recv_[r]) recv_[r] = std::make_unique<UnconnectedRecv>(why);
+  for (int p = 0; p < kNumProtocols; ++p) {
+    for (int r = 0; r < ctx.nranks; ++r) {
+      std::string why = strprintf("shm: rank %d has no connection to rank %d (not among its shm peers)", ctx.rank, r);
+      if (!send_[p][r]) send_[p][r] = std::make_unique<UnconnectedSend>(why);
+      if (!recv_[p][r]) recv_[p][r] = std::make_unique<UnconnectedRecv>(why);
+    }
   }
   connected_ = true;
   return Status::ok();
+}
+
+void ShmTransport::clearConnections() {
+  for (int p = 0; p < kNumProtocols; ++p) {
+    send_[p].clear();
+    recv_[p].clear();
+  }
 }
 
 void ShmTransport::unlinkOwn() {
@@ -222,13 +250,17 @@ void ShmTransport::unlinkOwn() {
 }
 
 SendConnection& ShmTransport::sendTo(int peer, Protocol proto) {
-  if (proto != Protocol::kSimple || !connected_ || peer < 0 || peer >= static_cast<int>(send_.size())) return invalidSend_;
-  return *send_[peer];
+  if (!validProto(proto) || !connected_) return invalidSend_;
+  auto& byRank = send_[protoIndex(proto)];
+  if (peer < 0 || peer >= static_cast<int>(byRank.size())) return invalidSend_;
+  return *byRank[peer];
 }
 
 RecvConnection& ShmTransport::recvFrom(int peer, Protocol proto) {
-  if (proto != Protocol::kSimple || !connected_ || peer < 0 || peer >= static_cast<int>(recv_.size())) return invalidRecv_;
-  return *recv_[peer];
+  if (!validProto(proto) || !connected_) return invalidRecv_;
+  auto& byRank = recv_[protoIndex(proto)];
+  if (peer < 0 || peer >= static_cast<int>(byRank.size())) return invalidRecv_;
+  return *byRank[peer];
 }
 
 bool canConnect(const PeerInfo& self, const PeerInfo& peer, const Config&) { return self.hostHash == peer.hostHash; }

@@ -1,11 +1,15 @@
 // The shared-memory transport: ranks on one host exchange chunks through
 // FIFOs in POSIX shared memory (or files under LOOM_SHM_DIR).
 //
-// Each rank owns one segment, /loom-<jobTag>-<rank>, holding one FIFO per
-// inbound peer: a control page (head and tail counters on separate cache
-// lines, per-slot byte counts, two WaitSignals) and Config::fifoSlots slots of
-// Config::chunkBytes each (page aligned). A sender writes into the FIFO for it
-// in the receiver's segment; the receiver reads chunks in place.
+// Each rank owns one segment, /loom-<jobTag>-<rank>, holding two FIFOs per
+// inbound peer, one per protocol (supports() is true for both):
+//  - Simple: a control page (head and tail counters on separate cache lines,
+//    per-slot byte counts, two WaitSignals) and Config::fifoSlots slots of
+//    Config::chunkBytes each (page aligned). A sender writes into the FIFO for
+//    it in the receiver's segment; the receiver reads chunks in place.
+//  - LL: a control page (tail counter, two WaitSignals) and kLLSlots slots of
+//    kLLChunkBytes payload stored as flagged 8-byte lines (shm_ll_connection.h);
+//    both ends stage chunks in private buffers.
 //
 // connect() is collective over the communicator and runs in three steps,
 // each closed by a bootstrap allGather of every rank's outcome (so a failure
@@ -21,8 +25,8 @@
 // leaves its segment behind; its name carries the job tag, so it is
 // recognisable and never reused by another job.
 //
-// Memory per rank: (inbound peers) x (4 KiB + fifoSlots x chunkBytes), e.g.
-// 7 peers x 4 x 256 KiB = 7 MiB.
+// Memory per rank: (inbound peers) x (4 KiB + fifoSlots x chunkBytes + LL's
+// 132 KiB), e.g. 7 peers x (4 x 256 KiB + 136 KiB) = 8 MiB.
 //
 // Works between threads of one process and between processes alike.
 #pragma once
