@@ -38,6 +38,12 @@ class Steps {
   Status recvReduceFinalSend(int from, int to, const void* local, void* dst, size_t count);
   // dst <- slot(from); slot(to) <- slot(from)
   Status recvCopySend(int from, int to, void* dst, size_t count);
+  // Two inputs at once (tree nodes with two children), reduced straight from
+  // both receive slots so that neither needs a scratch buffer:
+  // slot(to) <- slot(from1) (op) (slot(from0) (op) local)
+  Status recv2ReduceSend(int from0, int from1, int to, const void* local, size_t count);
+  // dst <- final(slot(from1) (op) (slot(from0) (op) local)); dst may alias local exactly.
+  Status recv2ReduceFinal(int from0, int from1, const void* local, void* dst, size_t count);
 
   size_t elemSize() const { return dataTypeSize(red_.dtype); }
 

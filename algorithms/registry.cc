@@ -1,7 +1,11 @@
 #include "algorithms/registry.h"
 
+#include "algorithms/deterministic.h"
+#include "algorithms/halving_doubling.h"
+#include "algorithms/one_shot.h"
 #include "algorithms/recursive_doubling.h"
 #include "algorithms/ring.h"
+#include "algorithms/tree.h"
 
 namespace loom::algo {
 namespace {
@@ -20,6 +24,14 @@ const std::vector<AlgorithmInfo>& allAlgorithms() {
       {"chain", CollType::kReduce, chainReduce},
       {"ring", CollType::kReduceScatter, ringReduceScatter},
       {"ring", CollType::kAllGather, ringAllGather},
+      {"hd", CollType::kAllReduce, halvingDoublingAllReduce},
+      {"oneshot", CollType::kAllReduce, oneShotAllReduce, oneShotApplies},
+      {"deterministic", CollType::kAllReduce, deterministicAllReduce},
+      {"deterministic", CollType::kReduce, deterministicReduce},
+      {"deterministic", CollType::kReduceScatter, deterministicReduceScatter},
+      {"tree", CollType::kAllReduce, treeAllReduce},
+      {"tree", CollType::kBroadcast, treeBroadcast},
+      {"tree", CollType::kReduce, treeReduce},
   };
   return algorithms;
 }

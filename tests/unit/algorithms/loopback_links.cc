@@ -10,6 +10,7 @@ Status waitFor(std::unique_lock<std::mutex>& lock, std::condition_variable& cv, 
                const std::function<bool()>& ready, const char* what) {
   while (!ready()) {
     if (wait.deadline.expired()) return makeError(Code::kTimeout, "loopback: timed out waiting for %s", what);
+    if (wait.aborted()) return makeError(Code::kRemoteError, "loopback: aborted while waiting for %s", what);
     cv.wait_for(lock, std::chrono::milliseconds(5));
   }
   return Status::ok();

@@ -1,0 +1,95 @@
+// One-shot all-reduce over the loopback transport with 2 slots per link:
+// world sizes 1..9, tiny (64 B) and normal chunks. It reduces in rank order,
+// so every type, floats included, must equal the left fold bit for bit.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "algorithms/one_shot.h"
+#include "fold_reference.h"
+
+namespace loom::algo {
+namespace {
+
+using namespace testref;
+
+class OneShotTest : public ::testing::TestWithParam<std::tuple<int, size_t>> {
+ protected:
+  int n() const { return std::get<0>(GetParam()); }
+  size_t chunkBytes() const { return std::get<1>(GetParam()); }
+
+  template <class T>
+  void check(std::initializer_list<RedOp> ops, bool mixedFloats) {
+    const size_t chunkElems = chunkBytes() / sizeof(T);
+    for (size_t count : interestingCounts(chunkElems * 5)) {
+      for (RedOp op : ops) {
+        auto in = makeInputs<T>(n(), count, [&](int r, size_t i) {
+          return mixedFloats ? fromDouble<T>(mixedValue<T>(op, r, i)) : integerValue<T>(r, i);
+        });
+        for (bool inPlace : {false, true}) {
+          auto out = runAllReduce<T>(oneShotAllReduce, n(), chunkBytes(), in, op, inPlace);
+          expectLeftFold(in, out, op,
+                         std::string(dataTypeName(Elem<T>::kType)) + " " + redOpName(op) + " count " +
+                             std::to_string(count) + (inPlace ? " in place" : " out of place"));
+          if (HasFatalFailure()) return;
+        }
+      }
+    }
+  }
+};
+
+constexpr std::initializer_list<RedOp> kAllOps = {RedOp::kSum, RedOp::kProd, RedOp::kMin, RedOp::kMax,
+                                                  RedOp::kAvg};
+
+TEST_P(OneShotTest, IntegersEqualLoops) {
+  check<int64_t>(kAllOps, false);
+  check<uint8_t>({RedOp::kSum, RedOp::kProd, RedOp::kAvg}, false);
+}
+
+TEST_P(OneShotTest, FloatsEqualTheRankOrderFoldBitForBit) {
+  check<float>(kAllOps, true);
+  check<double>({RedOp::kSum, RedOp::kAvg}, true);
+  check<F16>({RedOp::kSum, RedOp::kProd, RedOp::kAvg}, true);
+  check<BF16>({RedOp::kSum, RedOp::kMax, RedOp::kAvg}, true);
+}
+
+INSTANTIATE_TEST_SUITE_P(WorldsAndChunks, OneShotTest,
+                         ::testing::Combine(::testing::Range(1, 10), ::testing::Values(size_t{64}, size_t{4096})),
+                         [](const auto& info) {
+                           return "n" + std::to_string(std::get<0>(info.param)) + "_chunk" +
+                                  std::to_string(std::get<1>(info.param));
+                         });
+
+TEST(OneShot, AppliesOnlyToSmallMessagesOnOneHost) {
+  AlgoContext ctx;
+  ctx.nranks = 4;
+  CollArgs small{CollType::kAllReduce, nullptr, nullptr, kOneShotMaxBytes / 4, DataType::kFloat32, RedOp::kSum, 0};
+  CollArgs large = small;
+  large.count += 1;
+  ctx.singleHost = true;
+  EXPECT_TRUE(oneShotApplies(small, ctx));
+  EXPECT_FALSE(oneShotApplies(large, ctx));
+  ctx.singleHost = false;
+  EXPECT_FALSE(oneShotApplies(small, ctx));
+}
+
+TEST(OneShot, ReportsAMismatchedPeerInsteadOfCorrupting) {
+  // Rank 1 calls with a different count: rank 0 must fail with a message
+  // naming the peer, not read garbage or hang.
+  std::vector<std::vector<int32_t>> buf(2, std::vector<int32_t>(8, 1));
+  Status rank0;
+  runRanks(2, 4096, 2, [&](const AlgoContext& ctx) {
+    CollArgs a{CollType::kAllReduce, buf[ctx.rank].data(), buf[ctx.rank].data(), ctx.rank == 0 ? size_t{8} : size_t{4},
+               DataType::kInt32, RedOp::kSum, 0};
+    Status st = oneShotAllReduce(a, ctx);
+    if (ctx.rank == 0) rank0 = st;
+    return Status::ok();
+  });
+  EXPECT_EQ(rank0.code(), Code::kRemoteError) << rank0.message();
+  EXPECT_NE(rank0.message().find("from rank 1"), std::string::npos) << rank0.message();
+}
+
+}  // namespace
+}  // namespace loom::algo
