@@ -157,8 +157,9 @@ loomResult_t loomAllGather(const void* sendbuff, void* recvbuff, size_t sendcoun
                            loomDataType_t datatype, loomComm_t comm, loomStream_t stream);
 /* Every rank sends count elements to each rank: block j of sendbuff
  * (count elements at offset j*count) goes to rank j, and block i of recvbuff
- * comes from rank i. sendbuff and recvbuff hold nranks*count elements each
- * and must not overlap. */
+ * comes from rank i. sendbuff and recvbuff hold nranks*count elements each;
+ * they may be the same buffer (in place) but must not overlap otherwise.
+ * It runs as one fused group of nranks sends and nranks recvs. */
 loomResult_t loomAllToAll(const void* sendbuff, void* recvbuff, size_t count,
                           loomDataType_t datatype, loomComm_t comm, loomStream_t stream);
 /* Returns (blocking) or completes on the stream once every rank has called it. */
@@ -169,7 +170,10 @@ loomResult_t loomBarrier(loomComm_t comm, loomStream_t stream);
  * Outside a group each call blocks until its data has moved; inside a group
  * all sends and recvs of a communicator progress together at GroupEnd (after
  * the group's collectives), so exchanges in both directions cannot deadlock.
- * peer may be this rank only inside a group. */
+ * peer may be this rank only inside a group. A recv may land where a send of
+ * the same group reads (in-place exchanges): each byte is sent before it is
+ * overwritten. A recv whose matching send has another size fails with
+ * loomRemoteError naming the peer. */
 loomResult_t loomSend(const void* sendbuff, size_t count, loomDataType_t datatype, int peer,
                       loomComm_t comm, loomStream_t stream);
 loomResult_t loomRecv(void* recvbuff, size_t count, loomDataType_t datatype, int peer,

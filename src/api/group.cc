@@ -3,19 +3,30 @@
 #include <thread>
 #include <vector>
 
+#include "common/format.h"
+
 namespace loom::api {
 namespace {
 
-struct DeferredCollective {
+// A collective, all-to-all or barrier: enqueued in call order.
+struct DeferredOrdered {
   loomComm_t comm;
-  algo::CollArgs args;
   loomStream_t stream;
+  std::function<CompletionPtr(Stream*)> launch;
+};
+
+// The sends and recvs of one communicator, fused into one operation.
+struct DeferredP2P {
+  loomComm_t comm;
+  loomStream_t stream;
+  std::vector<algo::P2POp> ops;  // in call order
 };
 
 struct GroupState {
   int depth = 0;
   std::vector<std::function<loomResult_t()>> inits;
-  std::vector<DeferredCollective> collectives;
+  std::vector<DeferredOrdered> ordered;
+  std::vector<DeferredP2P> p2p;  // one per communicator, in order of first use
 };
 
 thread_local GroupState group;
@@ -35,14 +46,35 @@ loomResult_t runDeferredInits(std::vector<std::function<loomResult_t()>> inits) 
 bool inGroup() { return group.depth > 0; }
 
 void deferCollective(loomComm_t comm, const algo::CollArgs& args, loomStream_t stream) {
-  group.collectives.push_back({comm, args, stream});
+  deferOrdered(comm, stream, [comm, args](Stream* s) { return comm->impl->enqueueAsync(args, s); });
+}
+
+void deferOrdered(loomComm_t comm, loomStream_t stream, std::function<CompletionPtr(Stream*)> launch) {
+  group.ordered.push_back({comm, stream, std::move(launch)});
+}
+
+Status deferP2P(loomComm_t comm, const algo::P2POp& op, loomStream_t stream) {
+  for (DeferredP2P& fused : group.p2p) {
+    if (fused.comm != comm) continue;
+    LOOM_ENFORCE(fused.stream == stream, Code::kInvalidUsage,
+                 "%s on rank %d: stream %p differs from stream %p of this communicator's earlier send/recv in the "
+                 "group; the sends and recvs of one communicator in a group run as one operation on one stream",
+                 op.kind == algo::P2POp::kSend ? "loomSend" : "loomRecv", comm->impl->rank(),
+                 static_cast<void*>(stream), static_cast<void*>(fused.stream));
+    fused.ops.push_back(op);
+    return Status::ok();
+  }
+  group.p2p.push_back({comm, stream, {op}});
+  return Status::ok();
 }
 
 void deferInit(std::function<loomResult_t()> init) { group.inits.push_back(std::move(init)); }
 
 bool hasDeferredWork(loomComm_t comm) {
-  for (const auto& c : group.collectives)
+  for (const auto& c : group.ordered)
     if (c.comm == comm) return true;
+  for (const auto& p : group.p2p)
+    if (p.comm == comm) return true;
   return false;
 }
 
@@ -56,26 +88,33 @@ loomResult_t groupEnd() {
     return fail(nullptr, makeError(Code::kInvalidUsage, "loomGroupEnd called without a matching loomGroupStart"));
   if (--group.depth > 0) return loomSuccess;
 
-  auto inits = std::move(group.inits);
-  auto collectives = std::move(group.collectives);
+  GroupState work = std::move(group);
   group = GroupState{};
-  if (!inits.empty()) {
-    loomResult_t r = runDeferredInits(std::move(inits));
+  if (!work.inits.empty()) {
+    loomResult_t r = runDeferredInits(std::move(work.inits));
     if (r != loomSuccess) return r;  // the failing init recorded its message
   }
   // Start everything on the communicators' workers first, then wait: the
-  // collectives of different communicators of one clique need each other.
+  // operations of different communicators of one clique need each other.
   std::vector<std::pair<loomComm_t, CompletionPtr>> blocking;
-  for (auto& c : collectives) {
-    if (!isLiveComm(c.comm))
-      return fail(nullptr, makeError(Code::kInvalidUsage, "loomGroupEnd: a communicator was destroyed inside the group"));
-    Stream* stream = c.stream ? &c.stream->impl : nullptr;
-    auto completion = c.comm->impl->enqueueAsync(c.args, stream);
-    if (!stream) blocking.emplace_back(c.comm, completion);
+  auto launch = [&](loomComm_t comm, loomStream_t s, const std::function<CompletionPtr(Stream*)>& start) {
+    if (!isLiveComm(comm)) return false;
+    Stream* stream = s ? &s->impl : nullptr;
+    CompletionPtr completion = start(stream);
+    if (!stream) blocking.emplace_back(comm, completion);
+    return true;
+  };
+  const Status destroyed =
+      makeError(Code::kInvalidUsage, "loomGroupEnd: a communicator was destroyed inside the group");
+  for (auto& c : work.ordered)
+    if (!launch(c.comm, c.stream, c.launch)) return fail(nullptr, destroyed);
+  for (auto& p : work.p2p) {
+    auto start = [&p](Stream* s) { return p.comm->impl->enqueueP2PAsync(std::move(p.ops), s); };
+    if (!launch(p.comm, p.stream, start)) return fail(nullptr, destroyed);
   }
   loomResult_t result = loomSuccess;
   for (auto& [comm, completion] : blocking) {
-    Status s = completion->wait(WaitContext{}, "grouped collective");
+    Status s = completion->wait(WaitContext{}, "grouped operation");
     if (!s.isOk() && result == loomSuccess) result = fail(comm, s);
   }
   return result;

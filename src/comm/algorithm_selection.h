@@ -1,29 +1,34 @@
-// Which algorithm runs a call: those LOOM_ALGO allows and that can run it,
-// then a size rule. The cost-model tuner of a later issue replaces the rule.
+// The communicator's side of algorithm selection: the tuner options every
+// rank of a communicator agrees on.
+//
+// Each rank reads LOOM_ALGO, LOOM_PROTO, LOOM_DETERMINISTIC and the tuning
+// file (built-in defaults, then LOOM_TUNING_FILE) itself; ranks then compare
+// a hash of those through one bootstrap allGather and, if any differs, take
+// rank 0's (a second allGather), warning on the ranks that differed. Choosing
+// the algorithm is then a pure function of the agreed options and the call's
+// arguments, so every rank picks the same one (a mismatch would deadlock).
 #pragma once
 
 #include <string>
 #include <vector>
 
-#include "algorithms/algorithm.h"
+#include "bootstrap/bootstrap.h"
+#include "common/config.h"
+#include "common/log.h"
+#include "tuner/tuner.h"
 
 namespace loom {
 
-class AlgorithmSelector {
- public:
-  // `allowed` is LOOM_ALGO: a comma list of algorithm names, empty for all.
-  // Unknown names are reported in `warnings`.
-  AlgorithmSelector(const std::string& allowed, std::vector<std::string>* warnings);
+// This rank's tuner options; a tuning file that cannot be read or parsed is
+// reported in `warnings` (naming file and line) and the defaults are used.
+tuner::TunerOptions localTunerOptions(const Config& config, std::vector<std::string>* warnings);
 
-  const algo::AlgorithmInfo& select(const algo::CollArgs& args, const algo::AlgoContext& ctx) const;
+// The options of rank 0, collectively over the bootstrap.
+Result<tuner::TunerOptions> agreeOnTunerOptions(const tuner::TunerOptions& local, bootstrap::Bootstrap& boot,
+                                                const WaitContext& wait, const Logger& log);
 
-  // All-reduces up to this size use recursive doubling: measured here, its
-  // log2(n) steps beat the ring's 2(n-1) below ~32 KiB on 2-8 ranks.
-  static constexpr size_t kSmallAllReduceBytes = 32 * 1024;
-
- private:
-  bool allowed(const char* name) const;
-  std::vector<std::string> allowed_;
-};
+// The serialized form exchanged (exposed for tests): parse(serialize(x)) == x.
+std::string serializeTunerOptions(const tuner::TunerOptions& options);
+Result<tuner::TunerOptions> parseTunerOptions(const std::string& text);
 
 }  // namespace loom

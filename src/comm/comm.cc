@@ -2,11 +2,13 @@
 
 #include <sched.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "comm/host_identity.h"
 #include "comm/stream.h"
 #include "comm/transport_registry.h"
+#include "algorithms/registry.h"
 #include "common/format.h"
 #include "kernels/reduce.h"
 #include "loom/loom.h"
@@ -19,6 +21,7 @@ class Communicator::LinkTable final : public algo::Links {
  public:
   LinkTable(int nranks, transport::Protocol proto) : proto_(proto), byPeer_(static_cast<size_t>(nranks), nullptr) {}
   void set(int peer, transport::Transport* t) { byPeer_[static_cast<size_t>(peer)] = t; }
+  transport::Transport* transportOf(int peer) const { return byPeer_[static_cast<size_t>(peer)]; }
   transport::SendConnection& sendTo(int peer) override {
     return byPeer_[static_cast<size_t>(peer)]->sendTo(peer, proto_);
   }
@@ -35,8 +38,7 @@ Communicator::Communicator(Config config, int rank, int nranks, std::vector<std:
     : config_(std::move(config)),
       rank_(rank),
       nranks_(nranks),
-      log_(config_.log, rank),
-      selector_(config_.algo, warnings) {}
+      log_(config_.log, rank) {}
 
 Communicator::~Communicator() {
   if (executor_) executor_->shutdown();
@@ -84,6 +86,15 @@ Status Communicator::connectPeers(const bootstrap::UniqueId& id) {
 
   adaptWaitsToHost();
 
+  // Tuner options: every rank must pick the same algorithm for a call, so all
+  // use rank 0's (one small bootstrap exchange when they already agree).
+  std::vector<std::string> tunerWarnings;
+  auto local = localTunerOptions(config_, &tunerWarnings);
+  auto agreed = agreeOnTunerOptions(local, *bootstrap_, makeWait(), log_);
+  LOOM_TRY(agreed.status());
+  tuner_ = std::make_unique<tuner::Tuner>(agreed.value(), nranks_, algo::allAlgorithms(), log_, &tunerWarnings);
+  for (const auto& w : tunerWarnings) tuner::logOnce(log_, LogLevel::kWarn, w);
+
   // Every rank instantiates every backend and calls connect() on each, in
   // registry order, because connect() is collective (it may use the bootstrap).
   links_ = std::make_unique<LinkTable>(nranks_, transport::Protocol::kSimple);
@@ -100,6 +111,7 @@ Status Communicator::connectPeers(const bootstrap::UniqueId& id) {
                  peer, other.hostName);
     served[chosen].push_back(peer);
   }
+  std::vector<transport::Transport*> inUse;
   transport::SetupContext setup;
   setup.rank = rank_;
   setup.nranks = nranks_;
@@ -113,11 +125,37 @@ Status Communicator::connectPeers(const bootstrap::UniqueId& id) {
     auto backend = transportRegistry()[t]->create();
     LOOM_TRY(backend->connect(setup, served[t]));
     for (int peer : served[t]) links_->set(peer, backend.get());
+    if (!served[t].empty()) inUse.push_back(backend.get());
     if (!served[t].empty())
       LOOM_INFO(log_, kSubsysTransport, "%s serves %zu peer(s)", backend->name(), served[t].size());
     transports_.push_back(std::move(backend));
   }
+  connectProtocols(inUse);
   return Status::ok();
+}
+
+void Communicator::connectProtocols(const std::vector<transport::Transport*>& inUse) {
+  const auto& self = peers_[static_cast<size_t>(rank_)];
+  singleHost_ = true;
+  for (const auto& p : peers_) singleHost_ = singleHost_ && p.hostHash == self.hostHash;
+
+  // LL only if every transport serving a peer offers it: an algorithm runs
+  // over one protocol on all its links. The same on every rank, since each
+  // backend's support follows from the (shared) config.
+  bool ll = true;
+  for (auto* t : inUse) ll = ll && t->supports(transport::Protocol::kLL);
+  if (!ll) return;
+  llLinks_ = std::make_unique<LinkTable>(nranks_, transport::Protocol::kLL);
+  llChunkBytes_ = config_.chunkBytes;
+  for (int peer = 0; peer < nranks_; ++peer) {
+    if (peer == rank_) continue;
+    transport::Transport* t = links_->transportOf(peer);
+    llLinks_->set(peer, t);
+    llChunkBytes_ = std::min({llChunkBytes_, t->sendTo(peer, transport::Protocol::kLL).chunkBytes(),
+                              t->recvFrom(peer, transport::Protocol::kLL).chunkBytes()});
+  }
+  LOOM_INFO(log_, kSubsysTuner, "protocols: Simple (%zu B chunks), LL (%zu B chunks)%s", config_.chunkBytes,
+            llChunkBytes_, singleHost_ ? ", single host" : "");
 }
 
 void Communicator::adaptWaitsToHost() {
@@ -145,22 +183,53 @@ Status Communicator::execute(const algo::CollArgs& args, const CompletionPtr& af
                            [] { return std::string("the previous operation on the stream"); });
     if (!dep.isOk()) return dep;
   }
-  algo::AlgoContext ctx;
-  ctx.rank = rank_;
-  ctx.nranks = nranks_;
-  ctx.links = links_.get();
-  ctx.wait = wait;
-  ctx.chunkBytes = config_.chunkBytes;
-  const auto& algorithm = selector_.select(args, ctx);
-  LOOM_TRACE(log_, kSubsysColl, "%s %s count %zu %s %s root %d", algo::collTypeName(args.type), algorithm.name,
-             args.count, dataTypeName(args.dtype), redOpName(args.op), args.root);
-  Status status = algorithm.run(args, ctx);
+  // One context per protocol the communicator has links for; the tuner picks
+  // the algorithm and the protocol together.
+  algo::AlgoContext ctxs[transport::kNumProtocols];
+  tuner::ProtoContexts available{};
+  for (int p = 0; p < transport::kNumProtocols; ++p) {
+    const auto proto = static_cast<transport::Protocol>(p);
+    LinkTable* links = proto == transport::Protocol::kLL ? llLinks_.get() : links_.get();
+    if (!links) continue;
+    algo::AlgoContext& ctx = ctxs[p];
+    ctx.rank = rank_;
+    ctx.nranks = nranks_;
+    ctx.links = links;
+    ctx.wait = wait;
+    ctx.chunkBytes = proto == transport::Protocol::kLL ? llChunkBytes_ : config_.chunkBytes;
+    ctx.proto = proto;
+    ctx.singleHost = singleHost_;
+    available[static_cast<size_t>(p)] = &ctx;
+  }
+  const tuner::Choice choice = tuner_->choose(args, available);
+  if (!choice.algorithm) {
+    Status status = makeError(Code::kInternalError, "no algorithm can run %s (count %zu, %s) on rank %d",
+                              algo::collTypeName(args.type), args.count, dataTypeName(args.dtype), rank_);
+    recordError(status);
+    return status;
+  }
+  const auto& algorithm = *choice.algorithm;
+  const auto index = static_cast<int>(&algorithm - algo::allAlgorithms().data());
+  lastAlgorithm_.store(index * transport::kNumProtocols + static_cast<int>(choice.proto), std::memory_order_relaxed);
+  LOOM_TRACE(log_, kSubsysColl, "%s %s/%s count %zu %s %s root %d", algo::collTypeName(args.type), algorithm.name,
+             transport::protocolName(choice.proto), args.count, dataTypeName(args.dtype), redOpName(args.op),
+             args.root);
+  Status status = algorithm.run(args, ctxs[static_cast<int>(choice.proto)]);
   if (!status.isOk()) {
-    status = status.withContext(strprintf("%s (%s, count %zu, %s) on rank %d: ", algo::collTypeName(args.type),
-                                          algorithm.name, args.count, dataTypeName(args.dtype), rank_));
+    status = status.withContext(strprintf("%s (%s/%s, count %zu, %s) on rank %d: ", algo::collTypeName(args.type),
+                                          algorithm.name, transport::protocolName(choice.proto), args.count,
+                                          dataTypeName(args.dtype), rank_));
     recordError(status);
   }
   return status;
+}
+
+std::string Communicator::lastAlgorithm() const {
+  const int last = lastAlgorithm_.load(std::memory_order_relaxed);
+  if (last < 0) return "";
+  const auto& algorithm = algo::allAlgorithms()[static_cast<size_t>(last / transport::kNumProtocols)];
+  return strprintf("%s/%s", algorithm.name,
+                   transport::protocolName(static_cast<transport::Protocol>(last % transport::kNumProtocols)));
 }
 
 void Communicator::recordError(const Status& status) {
@@ -220,5 +289,8 @@ std::string Communicator::lastError() const {
   std::lock_guard<std::mutex> lock(errorMu_);
   return lastError_;
 }
+
+// comm_p2p.cc cannot see LinkTable: point to point runs over the Simple links.
+algo::Links* Communicator::p2pLinks() const { return links_.get(); }
 
 }  // namespace loom

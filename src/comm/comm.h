@@ -13,14 +13,17 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
 #include "algorithms/algorithm.h"
+#include "algorithms/p2p.h"
 #include "bootstrap/bootstrap.h"
 #include "comm/algorithm_selection.h"
+#include "tuner/tuner.h"
 #include "comm/completion.h"
 #include "comm/executor.h"
 #include "common/config.h"
@@ -62,9 +65,45 @@ class Communicator {
   void setLastError(const std::string& message);
   std::string lastError() const;
 
+  // "algo/proto" of the last collective this communicator ran ("" before
+  // the first). Thread-safe.
+  std::string lastAlgorithm() const;
+
+  // ---- Point to point, all-to-all, barrier and split: comm/comm_p2p.cc ----
+  // Checks one send or recv: datatype, peer, count overflow, and that `buf`
+  // (named bufName in the message, with `call` and this rank) is set if count > 0.
+  Status validateP2P(const char* call, const char* bufName, const void* buf, size_t count, DataType dtype,
+                     int peer) const;
+  // Checks an all-to-all: datatype, overflow of nranks*count, NULL buffers,
+  // and overlap of the two buffers unless they are the same (in place).
+  Status validateAllToAll(const void* sendbuf, const void* recvbuf, size_t count, DataType dtype) const;
+  // The fused send/recv operation that is an all-to-all (self block included).
+  std::vector<algo::P2POp> allToAllOps(const void* sendbuf, void* recvbuf, size_t count, DataType dtype) const;
+  // Queue one fused send/recv operation (ops in call order) or a barrier;
+  // stream semantics as enqueue() and enqueueAsync().
+  Status enqueueP2P(std::vector<algo::P2POp> ops, Stream* stream);
+  CompletionPtr enqueueP2PAsync(std::vector<algo::P2POp> ops, Stream* stream);
+  Status enqueueBarrier(Stream* stream);
+  CompletionPtr enqueueBarrierAsync(Stream* stream);
+  // MPI_Comm_split (loomCommSplit): collective over this communicator, after
+  // its queued work. Null for a negative color.
+  Result<std::unique_ptr<Communicator>> split(int color, int key);
+
+ private:
+  // Work that runs on the executor like a collective, but is not one.
+  using AlgoWork = std::function<Status(const algo::AlgoContext&)>;
+  Status enqueueWork(std::string what, AlgoWork work, Stream* stream);
+  CompletionPtr enqueueWorkAsync(std::string what, AlgoWork work, Stream* stream);
+  Status executeWork(const std::string& what, const AlgoWork& work, const CompletionPtr& after);
+  algo::Links* p2pLinks() const;  // defined in comm.cc, where LinkTable is complete
+  // ---- end of comm_p2p.cc ----
+
  private:
   Communicator(Config config, int rank, int nranks, std::vector<std::string>* warnings);
   Status connectPeers(const bootstrap::UniqueId& id);
+  // Builds the LL link table (if every transport in use supports LL) and
+  // notes whether all peers share this host.
+  void connectProtocols(const std::vector<transport::Transport*>& inUse);
   void adaptWaitsToHost();
   Status execute(const algo::CollArgs& args, const CompletionPtr& after);
   WaitContext makeWait() const;
@@ -76,11 +115,18 @@ class Communicator {
   const int rank_;
   const int nranks_;
   Logger log_;
-  AlgorithmSelector selector_;
+  std::unique_ptr<tuner::Tuner> tuner_;  // built in connectPeers() from options all ranks agreed on
+  // Index into algo::allAlgorithms() x kNumProtocols + protocol of the last
+  // collective run, -1 before the first (one word, so readers never see a torn pair).
+  std::atomic<int> lastAlgorithm_{-1};
   std::unique_ptr<bootstrap::Bootstrap> bootstrap_;
   std::vector<transport::PeerInfo> peers_;
   std::vector<std::unique_ptr<transport::Transport>> transports_;
-  std::unique_ptr<LinkTable> links_;
+  std::unique_ptr<LinkTable> links_;  // Simple protocol (point-to-point uses these)
+  // LL protocol links; null unless every transport in use supports LL.
+  std::unique_ptr<LinkTable> llLinks_;
+  size_t llChunkBytes_ = 0;  // min(config chunk, every LL connection's chunkBytes())
+  bool singleHost_ = true;   // every peer on this host
   std::atomic<bool> abort_{false};
   std::atomic<bool> failed_{false};
   mutable std::mutex errorMu_;

@@ -42,11 +42,14 @@ const std::vector<KnobDoc>& configKnobs() {
       {"LOOM_SPIN_US", "5 (0 when a host runs more ranks than it has cores)", "microseconds a wait busy-polls before it starts to yield the core"},
       {"LOOM_YIELD_US", "200", "microseconds a wait polls with sched_yield before it sleeps on a futex"},
       {"LOOM_SHM_DIR", "/dev/shm", "directory of shared-memory segments"},
-      {"LOOM_ALGO", "", "comma list of algorithms allowed (ring, rd, chain); empty lets Loom choose"},
+      {"LOOM_ALGO", "", "algorithms the tuner may pick: comma list (ring, rd, tree, hd, oneshot, chain, deterministic), ^ excludes, per collective as allreduce:tree,ring;broadcast:chain; case-insensitive; empty lets Loom choose"},
+      {"LOOM_PROTO", "", "protocols the tuner may pick: simple, ll; same syntax as LOOM_ALGO; empty lets Loom choose"},
+      {"LOOM_TUNING_FILE", "", "text file of cost-model parameters (alpha, bandwidth or measured points per collective, algorithm, protocol, nranks; format in src/tuner/tuning_table.h; written by perf/tune.sh) read after the built-in defaults"},
+      {"LOOM_DETERMINISTIC", "0", "1: all-reduce, reduce and reduce-scatter of floating-point data use the deterministic algorithm (identical results run to run), whatever LOOM_ALGO says"},
       {"LOOM_KERNEL_ISA", "best", "cap the reduction kernels' instruction set (portable, avx2, avx512); read once per process since it describes the CPU"},
       {"LOOM_BOOTSTRAP_ADDR", "127.0.0.1", "address the bootstrap root started by loomGetUniqueId listens on"},
       {"LOOM_DEBUG", "WARN", "log level: NONE, VERSION, WARN, INFO, TRACE"},
-      {"LOOM_DEBUG_SUBSYS", "ALL", "comma list of INIT,BOOTSTRAP,TRANSPORT,ALGO,COLL,KERNEL,ENV,PROGRESS; ^ excludes"},
+      {"LOOM_DEBUG_SUBSYS", "ALL", "comma list of INIT,BOOTSTRAP,TRANSPORT,ALGO,COLL,KERNEL,ENV,PROGRESS,TUNER; ^ excludes"},
       {"LOOM_DEBUG_FILE", "", "log file instead of stderr; %h host, %p pid"},
   };
   return knobs;
@@ -79,6 +82,13 @@ Config Config::fromEnv(std::vector<std::string>* warnings) {
     if (!parseInt(v, 0, 10000000, &c.yieldMicros)) warn("LOOM_YIELD_US", v, "expected microseconds in [0, 1e7]");
   if (const char* v = std::getenv("LOOM_SHM_DIR"); v && *v) c.shmDir = v;
   if (const char* v = std::getenv("LOOM_ALGO"); v && *v) c.algo = v;
+  if (const char* v = std::getenv("LOOM_PROTO"); v && *v) c.proto = v;
+  if (const char* v = std::getenv("LOOM_TUNING_FILE"); v && *v) c.tuningFile = v;
+  if (const char* v = std::getenv("LOOM_DETERMINISTIC"); v && *v) {
+    int on = 0;
+    if (!parseInt(v, 0, 1, &on)) warn("LOOM_DETERMINISTIC", v, "expected 0 or 1");
+    else c.deterministic = on == 1;
+  }
   c.log = LogSettings::fromEnv();
   return c;
 }

@@ -20,7 +20,10 @@ struct Config {
   bool spinMicrosSet = false;          // LOOM_SPIN_US was given (else oversubscribed hosts spin 0)
   int yieldMicros = 200;               // LOOM_YIELD_US: sched_yield polling before a wait sleeps
   std::string shmDir = "/dev/shm";     // LOOM_SHM_DIR: where shared-memory segments live
-  std::string algo;                    // LOOM_ALGO: comma list of allowed algorithms (empty: all)
+  std::string algo;                    // LOOM_ALGO: algorithms the tuner may pick (empty: all)
+  std::string proto;                   // LOOM_PROTO: protocols the tuner may pick (empty: all)
+  std::string tuningFile;              // LOOM_TUNING_FILE: cost-model parameters (empty: built-in)
+  bool deterministic = false;          // LOOM_DETERMINISTIC: run-to-run identical float reductions
   LogSettings log;                     // LOOM_DEBUG, LOOM_DEBUG_SUBSYS, LOOM_DEBUG_FILE
 
   // Reads every knob; values that do not parse keep their default and are

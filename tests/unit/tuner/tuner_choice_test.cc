@@ -1,0 +1,195 @@
+// The tuner's choices: latency algorithms and LL for tiny calls, ring and
+// Simple for huge ones, filters, fallbacks, the deterministic override, and
+// identical choices from identical inputs.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "comm/algorithm_selection.h"
+#include "tuner/tuner.h"
+#include "tuner_test_util.h"
+
+namespace loom::tuner {
+namespace {
+
+using algo::CollType;
+using testing::callOf;
+using testing::Contexts;
+using testing::fakeRegistry;
+using testing::nameOf;
+using transport::Protocol;
+
+constexpr size_t kTiny = 8;
+constexpr size_t kHuge = size_t{256} << 20;
+
+TunerOptions builtinOptions() {
+  TunerOptions o;
+  o.table = TuningTable::builtin();
+  return o;
+}
+
+Choice choose(const TunerOptions& o, int n, CollType type, size_t bytes, DataType dtype = DataType::kFloat32,
+              bool singleHost = true) {
+  Tuner tuner(o, n, fakeRegistry(), Logger(), nullptr);
+  Contexts ctx(n, singleHost);
+  return tuner.choose(callOf(type, bytes, dtype), ctx.available());
+}
+
+TEST(TunerChoice, TinyAllReduceUsesALatencyAlgorithmOverLL) {
+  for (int n : {2, 4, 8}) {
+    Choice c = choose(builtinOptions(), n, CollType::kAllReduce, kTiny);
+    const std::string name = nameOf(c);
+    EXPECT_TRUE(name == "rd/LL" || name == "oneshot/LL") << "n=" << n << ": " << name;
+  }
+}
+
+TEST(TunerChoice, HugeAllReduceUsesRingOverSimple) {
+  for (int n : {2, 4, 8}) EXPECT_EQ(nameOf(choose(builtinOptions(), n, CollType::kAllReduce, kHuge)), "ring/Simple") << n;
+}
+
+TEST(TunerChoice, HugeBroadcastAndReduceUseSimple) {
+  for (int n : {2, 4, 8})
+    for (auto type : {CollType::kBroadcast, CollType::kReduce})
+      EXPECT_EQ(choose(builtinOptions(), n, type, kHuge).proto, Protocol::kSimple) << n;
+}
+
+TEST(TunerChoice, NeverPicksWhatDoesNotApply) {
+  // One shot needs a single host; rd needs the vector to fit one chunk.
+  for (int n : {2, 4, 8}) {
+    for (size_t bytes = 8; bytes <= kHuge; bytes *= 4) {
+      Choice multi = choose(builtinOptions(), n, CollType::kAllReduce, bytes, DataType::kFloat32, false);
+      EXPECT_STRNE(multi.algorithm->name, "oneshot") << bytes;
+      if (std::string(multi.algorithm->name) == "rd")
+        EXPECT_LE(bytes, multi.proto == Protocol::kLL ? testing::kLLChunk : testing::kSimpleChunk);
+      EXPECT_STRNE(multi.algorithm->name, "deterministic") << bytes;
+    }
+  }
+}
+
+TEST(TunerChoice, SimpleOnlyCommunicatorNeverUsesLL) {
+  Tuner tuner(builtinOptions(), 4, fakeRegistry(), Logger(), nullptr);
+  Contexts ctx(4);
+  for (size_t bytes = 8; bytes <= kHuge; bytes *= 8)
+    EXPECT_EQ(tuner.choose(callOf(CollType::kAllReduce, bytes), ctx.simpleOnly()).proto, Protocol::kSimple);
+}
+
+TEST(TunerChoice, FiltersForceAlgorithmAndProtocol) {
+  TunerOptions o = builtinOptions();
+  o.algo = "RING";
+  EXPECT_EQ(nameOf(choose(o, 4, CollType::kAllReduce, kTiny)).substr(0, 5), "ring/");
+  o.algo = "";
+  o.proto = "ll";
+  EXPECT_EQ(choose(o, 4, CollType::kAllReduce, kHuge).proto, Protocol::kLL);
+  o.proto = "^ll";
+  EXPECT_EQ(choose(o, 4, CollType::kAllReduce, kTiny).proto, Protocol::kSimple);
+  o.proto = "";
+  o.algo = "allreduce:hd;broadcast:tree";
+  EXPECT_STREQ(choose(o, 4, CollType::kAllReduce, kTiny).algorithm->name, "hd");
+  EXPECT_STREQ(choose(o, 4, CollType::kBroadcast, kHuge).algorithm->name, "tree");
+  EXPECT_STREQ(choose(o, 4, CollType::kReduceScatter, kHuge).algorithm->name, "ring");  // unfiltered
+}
+
+TEST(TunerChoice, FilterExcludingEveryCandidateFallsBack) {
+  TunerOptions o = builtinOptions();
+  // rd only fits one chunk: at 64 MiB nothing LOOM_ALGO allows can run.
+  o.algo = "rd";
+  Choice c = choose(o, 4, CollType::kAllReduce, 64 << 20);
+  ASSERT_NE(c.algorithm, nullptr);
+  EXPECT_STRNE(c.algorithm->name, "rd");
+  // rd and LL together: rd fits neither chunk at 1 MiB, so LOOM_ALGO is
+  // ignored, and the protocol filter still holds.
+  o.proto = "ll";
+  c = choose(o, 4, CollType::kAllReduce, 1 << 20);
+  ASSERT_NE(c.algorithm, nullptr);
+  EXPECT_EQ(c.proto, Protocol::kLL);
+}
+
+TEST(TunerChoice, DeterministicOverridesLoomAlgoForFloatingPointReductions) {
+  TunerOptions o = builtinOptions();
+  o.deterministic = true;
+  o.algo = "ring";
+  for (int n : {2, 4})
+    for (size_t bytes : {kTiny, size_t{1} << 20, kHuge})
+      for (auto dtype : {DataType::kFloat16, DataType::kBfloat16, DataType::kFloat32, DataType::kFloat64})
+        for (auto type : {CollType::kAllReduce, CollType::kReduce, CollType::kReduceScatter})
+          EXPECT_STREQ(choose(o, n, type, bytes, dtype).algorithm->name, "deterministic")
+              << n << " " << bytes << " " << algo::collTypeName(type);
+  // Integers are exact in any order: the usual choice.
+  EXPECT_STREQ(choose(o, 4, CollType::kAllReduce, kTiny, DataType::kInt32).algorithm->name, "ring");
+  // Broadcast does not reduce.
+  EXPECT_STRNE(choose(o, 4, CollType::kBroadcast, kTiny).algorithm->name, "deterministic");
+}
+
+TEST(TunerChoice, DeterministicIsNeverPickedByTheCostModel) {
+  // Even when the table makes it look free.
+  auto table = TuningTable::parse("* deterministic * * 0 1000000\n", "cheap");
+  ASSERT_TRUE(table.isOk());
+  TunerOptions o = builtinOptions();
+  o.table.append(table.value());
+  for (size_t bytes = 8; bytes <= kHuge; bytes *= 16)
+    for (auto type : {CollType::kAllReduce, CollType::kReduce, CollType::kReduceScatter})
+      EXPECT_STRNE(choose(o, 4, type, bytes).algorithm->name, "deterministic") << bytes;
+  // Unless LOOM_ALGO names it.
+  o.algo = "deterministic";
+  EXPECT_STREQ(choose(o, 4, CollType::kAllReduce, kTiny).algorithm->name, "deterministic");
+}
+
+TEST(TunerChoice, IdenticalInputsGiveIdenticalChoices) {
+  // Rank 0's options as every rank receives them (serialized and parsed back).
+  TunerOptions o = builtinOptions();
+  o.algo = "^tree";
+  auto copy = parseTunerOptions(serializeTunerOptions(o));
+  ASSERT_TRUE(copy.isOk()) << copy.status().message();
+  for (int n : {2, 3, 4, 8}) {
+    Tuner a(o, n, fakeRegistry(), Logger(), nullptr);
+    Tuner b(copy.value(), n, fakeRegistry(), Logger(), nullptr);
+    Contexts ctx(n);
+    for (auto type : {CollType::kAllReduce, CollType::kBroadcast, CollType::kReduce, CollType::kReduceScatter,
+                      CollType::kAllGather})
+      for (size_t bytes = 0; bytes <= kHuge; bytes = bytes ? bytes * 2 : 4) {
+        const auto args = callOf(type, bytes);
+        Choice first = a.choose(args, ctx.available());
+        Choice again = a.choose(args, ctx.available());
+        Choice other = b.choose(args, ctx.available());
+        EXPECT_EQ(first.algorithm, again.algorithm);
+        EXPECT_EQ(first.algorithm, other.algorithm) << n << " " << bytes;
+        EXPECT_EQ(first.proto, other.proto) << n << " " << bytes;
+        EXPECT_EQ(first.predictedMicros, other.predictedMicros);
+      }
+  }
+}
+
+TEST(TunerChoice, PicksThePredictedFastestCandidate) {
+  Tuner tuner(builtinOptions(), 4, fakeRegistry(), Logger(), nullptr);
+  Contexts ctx(4);
+  for (size_t bytes = 8; bytes <= kHuge; bytes *= 2) {
+    const auto args = callOf(CollType::kAllReduce, bytes);
+    Choice c = tuner.choose(args, ctx.available());
+    for (const Choice& other : tuner.predictAll(args, ctx.available())) {
+      if (std::string(other.algorithm->name) == "deterministic") continue;
+      EXPECT_LE(c.predictedMicros, other.predictedMicros) << bytes << " " << nameOf(other);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace loom::tuner
+
+namespace loom::tuner {
+namespace {
+
+TEST(TunerChoice, RememberedChoicesFollowTheContexts) {
+  // The same call under other contexts must not get a remembered choice.
+  Tuner tuner(builtinOptions(), 4, testing::fakeRegistry(), Logger(), nullptr);
+  testing::Contexts ctx(4);
+  const auto args = testing::callOf(algo::CollType::kAllReduce, 8);
+  EXPECT_EQ(tuner.choose(args, ctx.available()).proto, transport::Protocol::kLL);
+  EXPECT_EQ(tuner.choose(args, ctx.simpleOnly()).proto, transport::Protocol::kSimple);
+  EXPECT_EQ(tuner.choose(args, ctx.available()).proto, transport::Protocol::kLL);
+  testing::Contexts multiHost(4, false);
+  EXPECT_STRNE(tuner.choose(args, multiHost.available()).algorithm->name, "oneshot");
+  EXPECT_STREQ(tuner.choose(args, ctx.available()).algorithm->name, "oneshot");
+}
+
+}  // namespace
+}  // namespace loom::tuner
