@@ -1,5 +1,6 @@
 // all_reduce_perf: every rank ends with the reduction of all ranks' buffers.
 #include "common/loom_main.h"
+#include "common/memory_bound.h"
 
 namespace loom::perf {
 namespace {
@@ -27,7 +28,8 @@ loomResult_t run(const CollArgs& a, loomComm_t comm, loomStream_t stream) {
 int main(int argc, char** argv) {
   using namespace loom::perf;
   static const LoomCollective kAllReduce{
-      {"all_reduce_perf", /*usesOp=*/true, /*usesRoot=*/false, layout, fillInput, countWrong, busBwFactor},
+      {"all_reduce_perf", /*usesOp=*/true, /*usesRoot=*/false, layout, fillInput, countWrong, busBwFactor,
+       allReduceMemTrafficFactor},
       "loomAllReduce", run};
   return loomPerfMain(argc, argv, kAllReduce);
 }

@@ -13,6 +13,14 @@
 # The sweep is -b 8 -e 64M -f 4 (8 B .. 32 MiB) plus a run at exactly 64 MiB,
 # since 64 MiB is not a power of 4 times 8. The first repetition checks every
 # result (-c 1); the others only time (-c 0).
+# Each run also measures the host's stream bandwidth (all_reduce_perf's -M, on
+# by default) and prints, per size >= 1 MiB, the share of the memory-traffic
+# bound achieved ((3n-1) x size / stream bandwidth / time; perf/README.md);
+# the table shows its median, and Loom's algorithm column.
+#
+# The summary checks the issue's targets: 8 B latency Loom/MPI <= 0.8 at 2
+# ranks and <= 1.0 at 4 ranks, 64 MiB busbw Loom/MPI >= 1.5, and a 64 MiB
+# memory-bound share >= 60%.
 #
 # Environment knobs: REPS (5), ITERS (20), WARMUP (5), RANKS ("2 4"), DTYPE (float),
 # OP (sum), MPIRUN_ARGS (extra mpirun flags).
@@ -70,6 +78,7 @@ run_tool() {
       exit 1
     fi
     grep -v '^#' "$out.log" | grep -E '^ *[0-9]' >>"$out" || true
+    grep '^# Stream bandwidth:' "$out.log" >>"$out.streams" || true
   done
 }
 
@@ -91,11 +100,14 @@ import statistics, sys
 work, reps, have_mpi, ranks = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1", sys.argv[4:]
 
 def load(library, n):
-    """size -> (median time us, its busbw in GB/s, total wrong) over the repetitions.
+    """size -> (median time us, its busbw in GB/s, total wrong, median memory-bound
+    share or None, most frequent algorithm) over the repetitions.
 
     busbw is recomputed from the median time (S/t x 2(n-1)/n) rather than read
-    from the tools' two-decimal column, so small sizes keep their precision."""
-    times, wrong = {}, {}
+    from the tools' two-decimal column, so small sizes keep their precision.
+    The share (column 14) and the algorithm (the last column) come after
+    nccl-tests' 13 columns; the share is there when the run measured it."""
+    times, wrong, shares, algos = {}, {}, {}, {}
     factor = 2 * (int(n) - 1) / int(n)
     for rep in range(1, reps + 1):
         with open(f"{work}/{library}.{n}.{rep}") as f:
@@ -105,44 +117,92 @@ def load(library, n):
                 times.setdefault(size, []).append(float(cols[5]))
                 if cols[8] != "N/A":
                     wrong[size] = wrong.get(size, 0) + int(cols[8]) + int(cols[12])
+                if len(cols) >= 16 and cols[13] != "-":
+                    shares.setdefault(size, []).append(float(cols[13]))
+                if len(cols) >= 14:
+                    algos.setdefault(size, []).append(cols[-1])
     result = {}
     for size, samples in times.items():
         t = statistics.median(samples)
-        result[size] = (t, size / (t * 1e3) * factor if t > 0 else 0.0, wrong.get(size, 0))
+        share = statistics.median(shares[size]) if size in shares else None
+        algo = max(set(algos.get(size, ["-"])), key=algos.get(size, ["-"]).count)
+        result[size] = (t, size / (t * 1e3) * factor if t > 0 else 0.0, wrong.get(size, 0), share, algo)
     return result
+
+def streams(library, n):
+    """The stream bandwidths (GB/s) the runs measured."""
+    found = []
+    for rep in range(1, reps + 1):
+        with open(f"{work}/{library}.{n}.{rep}.streams") as f:
+            found += [float(line.split()[3]) for line in f if line.startswith("# Stream bandwidth:")]
+    return found
 
 def ratio(a, b):
     return f"{a / b:8.2f}" if b > 0 else "     n/a"
+
+def share_text(s):
+    return f"{s:>6.1f}" if s is not None else f"{'-':>6}"
 
 summary = []
 for n in ranks:
     loom = load("loom", n)
     mpi = load("mpi", n) if have_mpi else {}
     print(f"\n## {n} ranks")
+    stream = statistics.median(streams("loom", n) or [0])
+    if stream:
+        print(f"# stream bandwidth {stream:.2f} GB/s (median over the Loom runs); %mem = share of the"
+              f" memory-traffic bound, {3 * int(n) - 1} x size / stream bandwidth / time")
     if have_mpi:
-        print(f"{'size(B)':>10} {'loom(us)':>10} {'mpi(us)':>10} {'mpi/loom':>8} {'loom busbw':>11} {'mpi busbw':>10} {'loom/mpi':>8}")
+        print(f"{'size(B)':>10} {'loom(us)':>10} {'mpi(us)':>10} {'mpi/loom':>8} {'loom busbw':>11} {'mpi busbw':>10}"
+              f" {'loom/mpi':>8} {'loom%mem':>8} {'mpi%mem':>7}  loom algorithm")
     else:
-        print(f"{'size(B)':>10} {'loom(us)':>10} {'loom busbw':>11}")
+        print(f"{'size(B)':>10} {'loom(us)':>10} {'loom busbw':>11} {'loom%mem':>8}  loom algorithm")
     for size in sorted(loom):
-        lt, lb, _ = loom[size]
+        lt, lb, _, ls, la = loom[size]
         if have_mpi and size in mpi:
-            mt, mb, _ = mpi[size]
-            print(f"{size:>10} {lt:>10.2f} {mt:>10.2f} {ratio(mt, lt)} {lb:>11.3f} {mb:>10.3f} {ratio(lb, mb)}")
+            mt, mb, _, ms, _ = mpi[size]
+            print(f"{size:>10} {lt:>10.2f} {mt:>10.2f} {ratio(mt, lt)} {lb:>11.3f} {mb:>10.3f} {ratio(lb, mb)}"
+                  f"   {share_text(ls)} {share_text(ms):>7}  {la}")
         else:
-            print(f"{size:>10} {lt:>10.2f} {lb:>11.3f}")
-    wrong = sum(w for _, _, w in loom.values()) + sum(w for _, _, w in mpi.values())
+            print(f"{size:>10} {lt:>10.2f} {lb:>11.3f}   {share_text(ls)}  {la}")
+    wrong = sum(v[2] for v in loom.values()) + sum(v[2] for v in mpi.values())
     print(f"# wrong values in the checked run: {wrong}")
     summary.append((n, loom, mpi))
 
-print("\n## summary")
+# The issue's targets; "met"/"MISSED" compare the medians above.
+LATENCY_TARGET = {"2": 0.8, "4": 1.0}  # Loom/MPI time at the smallest size, at most
+BUSBW_TARGET = 1.5                     # Loom/MPI busbw at 64 MiB, at least
+SHARE_TARGET = 60.0                    # Loom's memory-bound share at 64 MiB (%), at least
+LARGE = 64 << 20
+
+def verdict(ok):
+    return "met" if ok else "MISSED"
+
+print("\n## summary: the targets (Loom/MPI time ratios < 1 and busbw ratios > 1 mean Loom is faster)")
 for n, loom, mpi in summary:
-    small, large = min(loom), max(loom)
-    if have_mpi and small in mpi and large in mpi:
-        print(f"{n} ranks: {small} B latency loom {loom[small][0]:.2f} us, mpi {mpi[small][0]:.2f} us, "
-              f"ratio mpi/loom {mpi[small][0] / loom[small][0]:.2f}; "
-              f"{large >> 20} MiB busbw loom {loom[large][1]:.3f} GB/s, mpi {mpi[large][1]:.3f} GB/s, "
-              f"ratio loom/mpi {loom[large][1] / mpi[large][1] if mpi[large][1] > 0 else float('nan'):.2f}")
+    small = min(loom)
+    large = LARGE if LARGE in loom else max(loom)
+    lt = loom[small][0]
+    if have_mpi and small in mpi:
+        r = lt / mpi[small][0]
+        target = LATENCY_TARGET.get(n)
+        goal = f"target <= {target:.2f}: {verdict(r <= target)}" if target else "no target at this rank count"
+        print(f"{n} ranks: {small} B latency loom {lt:.2f} us, mpi {mpi[small][0]:.2f} us, loom/mpi {r:.2f} ({goal})")
     else:
-        print(f"{n} ranks: {small} B latency loom {loom[small][0]:.2f} us; "
-              f"{large >> 20} MiB busbw loom {loom[large][1]:.3f} GB/s")
+        print(f"{n} ranks: {small} B latency loom {lt:.2f} us")
+    lb = loom[large][1]
+    if have_mpi and large in mpi and mpi[large][1] > 0:
+        r = lb / mpi[large][1]
+        print(f"{n} ranks: {large >> 20} MiB busbw loom {lb:.3f} GB/s, mpi {mpi[large][1]:.3f} GB/s, loom/mpi {r:.2f}"
+              f" (target >= {BUSBW_TARGET:.1f}: {verdict(r >= BUSBW_TARGET)})")
+    else:
+        print(f"{n} ranks: {large >> 20} MiB busbw loom {lb:.3f} GB/s")
+    share = loom[large][3]
+    if share is not None:
+        mpi_share = mpi[large][3] if large in mpi and mpi[large][3] is not None else None
+        also = f"; mpi {mpi_share:.1f}%" if mpi_share is not None else ""
+        print(f"{n} ranks: {large >> 20} MiB memory-bound share loom {share:.1f}%{also}"
+              f" (target >= {SHARE_TARGET:.0f}%: {verdict(share >= SHARE_TARGET)})")
+    else:
+        print(f"{n} ranks: {large >> 20} MiB memory-bound share not measured")
 PY

@@ -7,6 +7,7 @@ packages=(
   build-essential cmake ninja-build pkg-config
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenmpi-dev openmpi-bin      # optional baseline for perf/compare_mpi.sh
+  gnuplot-nox                     # optional: the PNGs of perf/sweep_algorithms.sh
   python3 procps iproute2
 )
 

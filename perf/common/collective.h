@@ -52,6 +52,10 @@ struct CollectiveShape {
   // Elements of this rank's recvbuff (recvCount elements) that are wrong.
   int64_t (*countWrong)(const DataContext& context, const void* recvbuff, size_t recvCount);
   double (*busBwFactor)(int nranks);
+  // Bytes a one-copy implementation must move through host memory (reads
+  // plus writes, summed over ranks) per byte of the size column; all-reduce:
+  // 3n-1 (see memory_bound.h). nullptr: no memory-traffic bound is reported.
+  double (*memTrafficFactor)(int nranks) = nullptr;
 };
 
 // Who a rank is, for the "# Using devices" lines. Fixed size, so that it can
@@ -86,6 +90,9 @@ class RankExecutor {
   virtual int64_t allReduceSum(int64_t value) = 0;
   // Everyone's RankInfo, indexed by rank, on every rank.
   virtual std::vector<RankInfo> allGatherInfo(const RankInfo& mine) = 0;
+  // The algorithm/protocol that ran this rank's last collective, as the
+  // library names it (no spaces); "-" when the library does not say.
+  virtual std::string lastAlgorithm() { return "-"; }
 };
 
 }  // namespace loom::perf

@@ -76,6 +76,12 @@ class LoomExecutor final : public RankExecutor {
     return all;
   }
 
+  std::string lastAlgorithm() override {
+    char name[128] = "";
+    check("loomCommGetLastAlgorithm", loomCommGetLastAlgorithm(comm_, name, sizeof name));
+    return name[0] ? name : "-";
+  }
+
  private:
   void check(const char* call, loomResult_t result) {
     if (result != loomSuccess) fail(rank_, call, result, comm_);

@@ -36,6 +36,8 @@ constexpr const char* kUsage =
     "  -a,--average <0..3>     time reported: 0 rank 0, 1 average, 2 min, 3 max (default 1)\n"
     "  -T,--timeout <seconds>  fail any wait longer than this (sets LOOM_TIMEOUT)\n"
     "  -J,--output_file <file> also write the results as JSON\n"
+    "  -M,--membound <0|1>     measure the host's stream bandwidth and print each size's share of\n"
+    "                          the memory-traffic bound (default 1 where defined: all-reduce)\n"
     "  -h,--help               this text\n";
 
 bool parseLong(const char* text, long low, long high, long* value) {
@@ -103,6 +105,7 @@ bool applyFlag(int flag, const char* value, PerfOptions* o) {
       return end != value && *end == '\0' && o->timeoutSeconds > 0;
     }
     case 'J': o->jsonPath = value; return !o->jsonPath.empty();
+    case 'M': return parseInt(value, 0, 1, &o->memoryBound);
     default: return false;
   }
 }
@@ -150,7 +153,8 @@ ParseOutcome parseOptions(int argc, char** argv, PerfOptions* options, bool quie
       {"op", required_argument, nullptr, 'o'},        {"datatype", required_argument, nullptr, 'd'},
       {"root", required_argument, nullptr, 'r'},      {"blocking", required_argument, nullptr, 'z'},
       {"average", required_argument, nullptr, 'a'},   {"timeout", required_argument, nullptr, 'T'},
-      {"output_file", required_argument, nullptr, 'J'}, {"help", no_argument, nullptr, 'h'},
+      {"output_file", required_argument, nullptr, 'J'}, {"membound", required_argument, nullptr, 'M'},
+      {"help", no_argument, nullptr, 'h'},
       {nullptr, 0, nullptr, 0}};
   const char* tool = argc > 0 ? argv[0] : "perf";
   auto reject = [&](const std::string& why) {
@@ -160,7 +164,7 @@ ParseOutcome parseOptions(int argc, char** argv, PerfOptions* options, bool quie
   opterr = 0;  // getopt's own messages would not name the value
   optind = 1;
   int flag = 0;
-  while ((flag = getopt_long(argc, argv, ":t:g:b:e:i:f:n:w:m:c:o:d:r:z:a:T:J:h", kLong, nullptr)) != -1) {
+  while ((flag = getopt_long(argc, argv, ":t:g:b:e:i:f:n:w:m:c:o:d:r:z:a:T:J:M:h", kLong, nullptr)) != -1) {
     if (flag == 'h') {
       if (!quiet) std::printf(kUsage, tool);
       return ParseOutcome::kHelp;

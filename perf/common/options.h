@@ -31,6 +31,10 @@ struct PerfOptions {
   TimeCombine combine = TimeCombine::kAverage;  // -a
   double timeoutSeconds = 0;            // -T: exported as LOOM_TIMEOUT when > 0
   std::string jsonPath;                 // -J
+  // -M: measure the stream bandwidth and print each size's share of the
+  // memory-traffic bound (memory_bound.h). -1: on where the collective
+  // defines its traffic (all-reduce), 0: off, 1: asked for explicitly.
+  int memoryBound = -1;
 };
 
 enum class ParseOutcome { kRun, kHelp, kError };

@@ -23,9 +23,17 @@ void printPlacement(FILE* out, const PlacementResult& r) {
   std::fprintf(out, "  %7s  %6.2f  %6.2f  %s", time, r.algBw, r.busBw, wrong);
 }
 
+void printShare(FILE* out, double share) {
+  if (share < 0) std::fprintf(out, "  %6s", "-");
+  else std::fprintf(out, "  %6.1f", share * 100.0);
+}
+
 void jsonPlacement(FILE* f, const char* name, const PlacementResult& r) {
-  std::fprintf(f, "\"%s\": {\"time_us\": %.3f, \"algbw_gbps\": %.4f, \"busbw_gbps\": %.4f, \"wrong\": %lld}",
+  std::fprintf(f, "\"%s\": {\"time_us\": %.3f, \"algbw_gbps\": %.4f, \"busbw_gbps\": %.4f, \"wrong\": %lld, ",
                name, r.timeUs, r.algBw, r.busBw, static_cast<long long>(r.wrong));
+  if (r.memShare < 0) std::fprintf(f, "\"mem_bound_share\": null, ");
+  else std::fprintf(f, "\"mem_bound_share\": %.4f, ", r.memShare);
+  std::fprintf(f, "\"algorithm\": \"%s\"}", r.algorithm.c_str());
 }
 
 const char* combineName(TimeCombine c) {
@@ -56,20 +64,43 @@ void printDevices(FILE* out, const std::vector<RankInfo>& ranks, const char* dev
   std::fprintf(out, "#\n");
 }
 
-void printTableHeader(FILE* out) {
-  // Each title centred over its four columns (33 characters after the 52 of size..root).
-  std::fprintf(out, "#%51s%22s%11s%20s%13s\n", "", "out-of-place", "", "in-place", "");
-  std::fprintf(out, "#%11s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s\n", "size", "count", "type",
-               "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong");
-  std::fprintf(out, "#%11s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s\n", "(B)", "(elements)", "",
-               "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "");
+void printMemoryBound(FILE* out, const StreamBandwidth& stream, double trafficFactor, int nranks) {
+  std::fprintf(out, "# Stream bandwidth: %.2f GB/s (%d ranks each copying %zu MiB x %d at once, (read + written)"
+               " bytes / time, best of %d)\n", stream.bytesPerSecond / 1e9, nranks, stream.bufferBytes >> 20,
+               stream.copies, stream.trials);
+  std::fprintf(out, "# %%mem: memory-traffic bound time / time, bound = %g x size / stream bandwidth"
+               " (one-copy traffic for %d ranks), sizes >= %zu MiB\n#\n", trafficFactor, nranks,
+               kMemoryBoundMinBytes >> 20);
 }
 
-void printRow(FILE* out, const ResultRow& row) {
+void printTableHeader(FILE* out, bool memoryBound) {
+  // Each title centred over its four columns (33 characters after the 52 of size..root).
+  std::fprintf(out, "#%51s%22s%11s%20s%13s\n", "", "out-of-place", "", "in-place", "");
+  std::fprintf(out, "#%11s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s", "size", "count", "type",
+               "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong");
+  if (memoryBound) std::fprintf(out, "  %6s  %6s", "%mem", "%mem");
+  std::fprintf(out, "  algorithm\n");
+  std::fprintf(out, "#%11s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s", "(B)", "(elements)", "",
+               "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "");
+  if (memoryBound) std::fprintf(out, "  %6s  %6s", "(oop)", "(ip)");
+  std::fprintf(out, "\n");
+}
+
+std::string algorithmColumn(const ResultRow& row) {
+  const std::string& oop = row.outOfPlace.algorithm;
+  const std::string& ip = row.inPlace.algorithm;
+  return oop == ip ? oop : oop + "|" + ip;
+}
+
+void printRow(FILE* out, const ResultRow& row, bool memoryBound) {
   std::fprintf(out, "%12zu  %12zu  %8s  %6s  %6d", row.bytes, row.count, typeName(row.type), row.redop, row.root);
   printPlacement(out, row.outOfPlace);
   printPlacement(out, row.inPlace);
-  std::fprintf(out, "\n");
+  if (memoryBound) {
+    printShare(out, row.outOfPlace.memShare);
+    printShare(out, row.inPlace.memShare);
+  }
+  std::fprintf(out, "  %s\n", algorithmColumn(row).c_str());
   std::fflush(out);
 }
 
@@ -88,8 +119,8 @@ bool writeJson(const std::string& path, const PerfOptions& o, const std::vector<
     std::fprintf(stderr, "%s: cannot write %s: %s\n", s.toolName.c_str(), path.c_str(), std::strerror(errno));
     return false;
   }
-  std::fprintf(f, "{\n  \"tool\": \"%s\", \"library\": \"%s\", \"nranks\": %d, \"nthreads\": %d,\n",
-               s.toolName.c_str(), s.library.c_str(), s.nranks, o.threads);
+  std::fprintf(f, "{\n  \"tool\": \"%s\", \"library\": \"%s\", \"nranks\": %d, \"nthreads\": %d,"
+               " \"stream_bw_gbps\": %.4f,\n", s.toolName.c_str(), s.library.c_str(), s.nranks, o.threads, s.streamBw);
   std::fprintf(f, "  \"iters\": %d, \"warmup_iters\": %d, \"agg_iters\": %d, \"blocking\": %d, \"check\": %d,"
                " \"time_across_ranks\": \"%s\",\n  \"results\": [",
                o.iters, o.warmupIters, o.aggIters, o.blocking ? 1 : 0, o.check ? 1 : 0, combineName(o.combine));

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "collective.h"
+#include "memory_bound.h"
 #include "options.h"
 
 namespace loom::perf {
@@ -17,6 +18,8 @@ struct PlacementResult {
   double algBw = 0;  // GB/s, 1e9 bytes
   double busBw = 0;
   int64_t wrong = -1;  // -1: not checked (prints N/A)
+  double memShare = -1;  // share of the memory-traffic bound; < 0: not reported ("-")
+  std::string algorithm = "-";  // what the library says ran the timed calls
 };
 
 struct ResultRow {
@@ -33,6 +36,7 @@ struct RunSummary {
   std::string toolName;
   std::string library;  // "loom" or "openmpi"
   int nranks = 0;
+  double streamBw = 0;  // GB/s; 0: not measured (-M 0 or no traffic defined)
   int64_t outOfBounds = 0;
   int64_t wrong = 0;
   double avgBusBw = 0;
@@ -40,8 +44,16 @@ struct RunSummary {
 
 void printHeader(FILE* out, const PerfOptions& options);
 void printDevices(FILE* out, const std::vector<RankInfo>& ranks, const char* deviceText);
-void printTableHeader(FILE* out);
-void printRow(FILE* out, const ResultRow& row);
+// The stream bandwidth and the bound's formula, as "#" lines.
+void printMemoryBound(FILE* out, const StreamBandwidth& stream, double trafficFactor, int nranks);
+// nccl-tests' columns, then (memoryBound) the out-of-place and in-place
+// shares of the memory-traffic bound in percent, then the algorithm that ran
+// (out of place; "oop|ip" when in place ran another). The added columns come
+// last so that parsers of nccl-tests' columns keep working.
+void printTableHeader(FILE* out, bool memoryBound = false);
+void printRow(FILE* out, const ResultRow& row, bool memoryBound = false);
+// What the algorithm column shows for one row.
+std::string algorithmColumn(const ResultRow& row);
 void printFooter(FILE* out, const RunSummary& summary);
 
 // Writes options, rows and summary to `path`; false (with a message on

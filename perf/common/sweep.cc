@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "datatypes.h"
+#include "memory_bound.h"
 #include "report.h"
 
 namespace loom::perf {
@@ -154,13 +155,16 @@ CheckCounts checkOperation(const Measurement& m, const Placement& p, const DataC
 namespace {
 
 // Sweep-wide state: the buffers, the printing rank's rows and the totals.
+// streamBytesPerSecond > 0 turns on the memory-bound shares.
 class Sweep {
  public:
-  Sweep(const PerfOptions& o, const CollectiveShape& shape, RankExecutor& executor)
+  Sweep(const PerfOptions& o, const CollectiveShape& shape, RankExecutor& executor, double streamBytesPerSecond)
       : m_{o, shape, executor},
         send_(bufferBytes(o, shape, executor.nranks())),
         recv_(bufferBytes(o, shape, executor.nranks())),
-        printing_(executor.rank() == 0) {}
+        printing_(executor.rank() == 0),
+        streamBytesPerSecond_(streamBytesPerSecond),
+        trafficFactor_(streamBytesPerSecond > 0 ? shape.memTrafficFactor(executor.nranks()) : 0.0) {}
 
   void runSizes(loomDataType_t type, loomRedOp_t op, uint64_t seedBase) {
     const std::vector<size_t> sizes = sweepSizes(m_.options);
@@ -170,8 +174,8 @@ class Sweep {
   SweepOutcome finish(const SweepIdentity& identity) {
     SweepOutcome outcome{wrong_, outOfBounds_, true};
     if (!printing_) return outcome;
-    RunSummary summary{m_.shape.toolName, identity.library, m_.executor.nranks(), outOfBounds_, wrong_,
-                       busBwCount_ ? busBwSum_ / busBwCount_ : 0.0};
+    RunSummary summary{m_.shape.toolName, identity.library, m_.executor.nranks(), streamBytesPerSecond_ / 1e9,
+                       outOfBounds_, wrong_, busBwCount_ ? busBwSum_ / busBwCount_ : 0.0};
     printFooter(stdout, summary);
     if (!m_.options.jsonPath.empty()) outcome.reportWritten = writeJson(m_.options.jsonPath, m_.options, rows_, summary);
     return outcome;
@@ -193,7 +197,7 @@ class Sweep {
       (inPlace ? row.inPlace : row.outOfPlace) = measure(p, data, row.bytes);
     }
     if (printing_) {
-      printRow(stdout, row);
+      printRow(stdout, row, streamBytesPerSecond_ > 0);
       rows_.push_back(row);
     }
   }
@@ -201,10 +205,14 @@ class Sweep {
   PlacementResult measure(const Placement& p, const DataContext& data, size_t bytes) {
     prepareData(m_, p, data);
     PlacementResult r;
-    const double seconds = combineTime(m_, timeOperation(m_, p.args));
+    const double mine = timeOperation(m_, p.args);
+    // Before combineTime: its all-reduce would become the last collective.
+    if (printing_) r.algorithm = m_.executor.lastAlgorithm();
+    const double seconds = combineTime(m_, mine);
     r.timeUs = seconds * 1e6;
     r.algBw = seconds > 0 ? static_cast<double>(bytes) / 1e9 / seconds : 0.0;
     r.busBw = r.algBw * m_.shape.busBwFactor(m_.executor.nranks());
+    r.memShare = memoryBoundShare(trafficFactor_, bytes, seconds, streamBytesPerSecond_);
     busBwSum_ += r.busBw;
     ++busBwCount_;
     if (m_.options.check) {
@@ -225,6 +233,8 @@ class Sweep {
   int64_t outOfBounds_ = 0;
   double busBwSum_ = 0;
   int busBwCount_ = 0;
+  double streamBytesPerSecond_;
+  double trafficFactor_;
 };
 
 RankInfo describeRank(int rank, int device) {
@@ -243,11 +253,16 @@ SweepOutcome runSweep(const PerfOptions& options, const CollectiveShape& shape, 
   const bool printing = executor.rank() == 0;
   if (printing) printHeader(stdout, options);
   const std::vector<RankInfo> ranks = executor.allGatherInfo(describeRank(executor.rank(), identity.device));
-  if (printing) {
-    printDevices(stdout, ranks, identity.deviceText);
-    printTableHeader(stdout);
+  if (printing) printDevices(stdout, ranks, identity.deviceText);
+  StreamBandwidth stream;
+  if (options.memoryBound != 0 && shape.memTrafficFactor) {
+    stream = measureStreamBandwidth(executor, streamBufferBytes(executor.nranks()));
+    if (printing) printMemoryBound(stdout, stream, shape.memTrafficFactor(executor.nranks()), executor.nranks());
+  } else if (printing && options.memoryBound == 1) {
+    std::printf("# -M 1: no memory-traffic bound is defined for %s; not measured\n#\n", shape.toolName);
   }
-  Sweep sweep(options, shape, executor);
+  if (printing) printTableHeader(stdout, stream.bytesPerSecond > 0);
+  Sweep sweep(options, shape, executor, stream.bytesPerSecond);
   const std::vector<loomRedOp_t> ops = shape.usesOp ? options.ops : std::vector<loomRedOp_t>{loomNumOps};
   for (loomDataType_t type : options.types)
     for (loomRedOp_t op : ops) sweep.runSizes(type, op, (static_cast<uint64_t>(type) << 40) ^ (static_cast<uint64_t>(op) << 32));

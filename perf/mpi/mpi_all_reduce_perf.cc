@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/datatypes.h"
+#include "common/memory_bound.h"
 #include "common/options.h"
 #include "common/sweep.h"
 
@@ -145,7 +146,7 @@ int mpiMain(int argc, char** argv) {
     return 2;
   }
   static const CollectiveShape kShape{"mpi_all_reduce_perf", /*usesOp=*/true, /*usesRoot=*/false, layout, fillInput,
-                                      countWrong, busBwFactor};
+                                      countWrong, busBwFactor, allReduceMemTrafficFactor};
   const SweepOutcome outcome =
       runSweep(options, kShape, executor, SweepIdentity{"openmpi", "host memory (Open MPI)", 0});
   // Every rank holds the summed counts, so every process agrees on the status.

@@ -1,15 +1,20 @@
 // Tests of the perf harness itself: element conversions, the generated inputs
-// and their checker (against a reference reduction computed here), and the
-// command-line parser.
+// and their checker (against a reference reduction computed here), the
+// command-line parser, the table's columns and the memory-traffic bound.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <random>
+#include <sstream>
+#include <string>
 #include <vector>
 
 #include "common/datatypes.h"
+#include "common/memory_bound.h"
 #include "common/options.h"
+#include "common/report.h"
 #include "common/test_data.h"
 
 namespace loom::perf {
@@ -241,6 +246,12 @@ TEST(OptionsTest, ParsesEveryFlag) {
   EXPECT_EQ(o.combine, TimeCombine::kMax);
   EXPECT_EQ(o.timeoutSeconds, 2.5);
   EXPECT_EQ(o.jsonPath, "x.json");
+  EXPECT_EQ(o.memoryBound, -1);  // default: on where the collective defines its traffic
+  PerfOptions off, on;
+  ASSERT_EQ(parse({"-M", "0"}, &off), ParseOutcome::kRun);
+  EXPECT_EQ(off.memoryBound, 0);
+  ASSERT_EQ(parse({"--membound", "1"}, &on), ParseOutcome::kRun);
+  EXPECT_EQ(on.memoryBound, 1);
   PerfOptions all;
   ASSERT_EQ(parse({"--datatype", "all", "--op", "min", "--nthreads", "2"}, &all), ParseOutcome::kRun);
   EXPECT_EQ(all.types.size(), static_cast<size_t>(loomNumTypes));
@@ -254,7 +265,8 @@ TEST(OptionsTest, RejectsBadFlags) {
       {"-o", "xor"},   {"-t", "0"},       {"-n", "0"},        {"-c", "2"},         {"-a", "4"},
       {"-z", "yes"},   {"-g", "2"},       {"-T", "0"},        {"-b", "1M", "-e", "1K"},
       {"-f", "1", "-i", "0", "-b", "8", "-e", "16"},          {"-b", "0", "-f", "2", "-e", "8"},
-      {"stray"},       {"-n"},            {"--nosuch"},       {"-r", "x"}};
+      {"stray"},       {"-n"},            {"--nosuch"},       {"-r", "x"},         {"-M", "2"},
+      {"-M", "on"}};
   for (const auto& args : bad) {
     PerfOptions o;
     EXPECT_EQ(parse(args, &o), ParseOutcome::kError) << args[0];
@@ -286,6 +298,153 @@ TEST(OptionsTest, SizesAndSweep) {
   o.minBytes = o.maxBytes = 5;
   o.stepBytes = 0;
   EXPECT_EQ(sweepSizes(o), std::vector<size_t>{5});
+}
+
+// --- the table ------------------------------------------------------------------
+
+std::vector<std::string> words(const std::string& line) {
+  std::istringstream in(line);
+  std::vector<std::string> out;
+  for (std::string w; in >> w;) out.push_back(w);
+  return out;
+}
+
+// What a print function wrote, split into lines.
+template <class Print>
+std::vector<std::string> printedLines(Print print) {
+  char* text = nullptr;
+  size_t size = 0;
+  FILE* out = open_memstream(&text, &size);
+  print(out);
+  std::fclose(out);
+  std::vector<std::string> lines;
+  std::istringstream in(std::string(text, size));
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  std::free(text);
+  return lines;
+}
+
+ResultRow sampleRow() {
+  ResultRow row;
+  row.bytes = 64u << 20;
+  row.count = 16u << 20;
+  row.redop = "sum";
+  row.outOfPlace = {12345.0, 5.44, 8.16, 0, 0.615, "ring/Simple"};
+  row.inPlace = {23456.0, 2.86, 4.29, -1, -1, "ring/Simple"};
+  return row;
+}
+
+// nccl-tests' 13 columns stay where parsers (compare_mpi.sh) read them; the
+// shares and the algorithm come after them.
+TEST(ReportTest, RowKeepsNcclTestsColumnsThenSharesThenAlgorithm) {
+  const ResultRow row = sampleRow();
+  const auto plain = words(printedLines([&](FILE* f) { printRow(f, row); }).at(0));
+  ASSERT_EQ(plain.size(), 14u);
+  EXPECT_EQ(plain[0], "67108864");
+  EXPECT_EQ(plain[5], "12345");
+  EXPECT_EQ(plain[7], "8.16");
+  EXPECT_EQ(plain[8], "0");
+  EXPECT_EQ(plain[12], "N/A");
+  EXPECT_EQ(plain[13], "ring/Simple");
+
+  const auto bound = words(printedLines([&](FILE* f) { printRow(f, row, true); }).at(0));
+  ASSERT_EQ(bound.size(), 16u);
+  EXPECT_EQ(bound[13], "61.5");  // percent, one decimal
+  EXPECT_EQ(bound[14], "-");     // not reported
+  EXPECT_EQ(bound[15], "ring/Simple");
+
+  ResultRow mixed = row;
+  mixed.inPlace.algorithm = "tree/LL";
+  EXPECT_EQ(algorithmColumn(mixed), "ring/Simple|tree/LL");
+  EXPECT_EQ(words(printedLines([&](FILE* f) { printRow(f, mixed); }).at(0)).back(), "ring/Simple|tree/LL");
+}
+
+// Each title line has one title per column of a row (after its "#").
+TEST(ReportTest, HeaderTitlesEveryColumn) {
+  for (bool bound : {false, true}) {
+    const auto header = printedLines([&](FILE* f) { printTableHeader(f, bound); });
+    ASSERT_EQ(header.size(), 3u);
+    const auto titles = words(header[1]);
+    const auto row = words(printedLines([&](FILE* f) { printRow(f, sampleRow(), bound); }).at(0));
+    ASSERT_EQ(titles.front(), "#");
+    EXPECT_EQ(titles.size() - 1, row.size()) << "bound " << bound;
+    EXPECT_EQ(titles.back(), "algorithm");
+    EXPECT_EQ(header[1].find("%mem") != std::string::npos, bound);
+  }
+}
+
+// --- the memory-traffic bound ------------------------------------------------
+
+// Counted directly: each rank reads its input (n x S), writes its output
+// (n x S), and reads the n-1 reduced slices of the others ((n-1) x S).
+TEST(MemoryBoundTest, AllReduceTrafficIsOneCopy) {
+  for (int n : {1, 2, 3, 4, 8}) {
+    const double reads = n + (n - 1), writes = n;
+    EXPECT_EQ(allReduceMemTrafficFactor(n), reads + writes) << n;
+  }
+}
+
+TEST(MemoryBoundTest, ShareIsBoundTimeOverMeasuredTime) {
+  const size_t bytes = 64u << 20;
+  const double stream = 10e9;
+  const double boundSeconds = 11.0 * bytes / stream;
+  EXPECT_DOUBLE_EQ(memoryBoundShare(11.0, bytes, 2 * boundSeconds, stream), 0.5);
+  EXPECT_DOUBLE_EQ(memoryBoundShare(11.0, bytes, boundSeconds, stream), 1.0);
+  EXPECT_DOUBLE_EQ(memoryBoundShare(5.0, kMemoryBoundMinBytes, 5.0 * kMemoryBoundMinBytes / stream / 0.8, stream), 0.8);
+  EXPECT_LT(memoryBoundShare(11.0, kMemoryBoundMinBytes - 1, 1.0, stream), 0);  // latency, not traffic
+  EXPECT_LT(memoryBoundShare(11.0, bytes, 0.0, stream), 0);
+  EXPECT_LT(memoryBoundShare(11.0, bytes, 1.0, 0.0), 0);
+}
+
+TEST(MemoryBoundTest, StreamBufferStaysPastCachesAndWithinAGigabyte) {
+  for (int n : {1, 2, 4, 8}) EXPECT_EQ(streamBufferBytes(n), 64u << 20) << n;
+  EXPECT_EQ(streamBufferBytes(16), 32u << 20);
+  EXPECT_EQ(streamBufferBytes(64), 16u << 20);
+  EXPECT_EQ(streamBufferBytes(1000), 16u << 20);
+}
+
+// An executor whose ranks all report the same slowest time: the bandwidth is
+// then exactly ranks x copies x 2 x buffer / that time.
+class FixedTimeExecutor final : public RankExecutor {
+ public:
+  FixedTimeExecutor(int nranks, double slowest) : nranks_(nranks), slowest_(slowest) {}
+  int rank() const override { return 0; }
+  int nranks() const override { return nranks_; }
+  void launch(const CollArgs&) override {}
+  void groupStart() override {}
+  void groupEnd() override {}
+  void synchronize() override {}
+  void barrier() override { ++barriers; }
+  double allReduceDouble(double value, loomRedOp_t op) override {
+    EXPECT_EQ(op, loomMax);  // a trial lasts as long as its slowest rank
+    EXPECT_GT(value, 0);
+    return slowest_ > 0 ? slowest_ : value;
+  }
+  int64_t allReduceSum(int64_t value) override { return value; }
+  std::vector<RankInfo> allGatherInfo(const RankInfo& mine) override { return {mine}; }
+  int barriers = 0;
+
+ private:
+  int nranks_;
+  double slowest_;
+};
+
+TEST(MemoryBoundTest, StreamBandwidthCountsReadsAndWritesOfEveryRank) {
+  FixedTimeExecutor executor(3, 0.25);
+  const StreamBandwidth s = measureStreamBandwidth(executor, 1u << 20, 2, 3);
+  EXPECT_EQ(executor.barriers, 3);  // every trial starts together
+  EXPECT_EQ(s.bufferBytes, 1u << 20);
+  EXPECT_EQ(s.copies, 2);
+  EXPECT_EQ(s.trials, 3);
+  EXPECT_DOUBLE_EQ(s.bytesPerSecond, 3 * 2 * 2.0 * (1u << 20) / 0.25);
+}
+
+TEST(MemoryBoundTest, StreamBandwidthOfThisHostIsPlausible) {
+  FixedTimeExecutor executor(1, 0);  // one rank, its own time
+  const StreamBandwidth s = measureStreamBandwidth(executor, 16u << 20, 2, 2);
+  // Any host copies faster than 100 MB/s and slower than 10 TB/s.
+  EXPECT_GT(s.bytesPerSecond, 1e8);
+  EXPECT_LT(s.bytesPerSecond, 1e13);
 }
 
 }  // namespace
