@@ -13,9 +13,21 @@ int entryIndex(Mode mode, int nranks) {
   return 5 * static_cast<int>(mode) + w;
 }
 
-bool isLargeCase(Coll coll, int entry, loomDataType_t dtype, loomRedOp_t op, bool inPlace) {
+// The 1- and 2-byte types, for the rule on RS/AG above four ranks.
+constexpr loomDataType_t kNarrowTypes[] = {loomInt8, loomUint8, loomFloat16, loomBfloat16};
+
+bool isNarrow(loomDataType_t dtype) {
+  for (auto t : kNarrowTypes)
+    if (t == dtype) return true;
+  return false;
+}
+
+bool isLargeCase(Coll coll, int nranks, int entry, loomDataType_t dtype, loomRedOp_t op, bool inPlace) {
   const int c = static_cast<int>(coll);
-  if (dtype != (entry + kLargeDtypeOffset[c]) % loomNumTypes) return false;
+  auto largeType = static_cast<loomDataType_t>((entry + kLargeDtypeOffset[c]) % loomNumTypes);
+  if (nranks > 4 && (coll == Coll::kReduceScatter || coll == Coll::kAllGather) && !isNarrow(largeType))
+    largeType = kNarrowTypes[entry % 4];
+  if (dtype != largeType) return false;
   if (!collTakesOp(coll)) return inPlace == ((entry + c) % 2 == 1);
   return op == (entry + c) % loomNumOps && inPlace == (((entry + c) / loomNumOps) % 2 == 1);
 }
@@ -32,7 +44,7 @@ size_t typeSize(loomDataType_t dtype) {
 }  // namespace
 
 std::vector<CaseSpec> buildCases(Coll coll, int nranks, Mode mode, const MatrixOptions& options) {
-  const int entry = entryIndex(mode, nranks);
+  const int entry = entryIndex(mode, nranks) + options.largeRotation;
   const int numOps = collTakesOp(coll) ? loomNumOps : 1;
   std::vector<CaseSpec> cases;
   for (int d = 0; d < loomNumTypes; ++d) {
@@ -42,7 +54,8 @@ std::vector<CaseSpec> buildCases(Coll coll, int nranks, Mode mode, const MatrixO
       const auto op = static_cast<loomRedOp_t>(o);
       for (bool inPlace : {false, true}) {
         std::vector<size_t> counts = {0, 1, 7, 1023, chunk - 1, chunk + 1};
-        if (options.largeCountEverywhere || (options.largeCount && isLargeCase(coll, entry, dtype, op, inPlace)))
+        if (options.largeCountEverywhere ||
+            (options.largeCount && isLargeCase(coll, nranks, entry, dtype, op, inPlace)))
           counts.push_back(kLargeCount);
         for (size_t count : counts) {
           const auto index = static_cast<int>(cases.size());

@@ -20,7 +20,11 @@
 // so over the 10 entries each collective runs 4M+3 once in every dtype and,
 // where it takes an op, in every (op, in-place) pair. The offsets {0, 4, 8,
 // 7, 2} put only 1- and 2-byte types on world size 8 for ReduceScatter and
-// AllGather (8 ranks x 8 x 4M elements would be 2 GiB per buffer set).
+// AllGather (8 ranks x 8 x 4M elements would be 2 GiB per buffer set); at
+// any other world size above 4 (forced-algorithm entries) a ReduceScatter or
+// AllGather whose rotation lands on a wider type takes the narrow type
+// {int8, uint8, fp16, bf16}[e % 4] instead. --large-rotation=K adds K to e,
+// so that entries sharing a world size rotate through different cases.
 // With --large-count=all (what the ctest entries use) every (dtype, op,
 // in-place) combination also runs at 4M+3.
 #pragma once
@@ -41,6 +45,7 @@ struct MatrixOptions {
   size_t chunkBytes = 256 * 1024;  // the library's LOOM_CHUNK_SIZE
   bool largeCount = true;          // include the rotating 4M+3 case
   bool largeCountEverywhere = false;  // 4M+3 for every (dtype, op, in-place) instead of a rotating one
+  int largeRotation = 0;             // added to the entry index e below, so entries of one world size differ
   size_t onlyCount = SIZE_MAX;     // run only the cases of this count (for debugging); roots and seeds unchanged
 };
 

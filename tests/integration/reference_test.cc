@@ -104,5 +104,31 @@ TEST(Reference, MatrixCoverage) {
   }
 }
 
+// Forced-algorithm entries rotate the large case with --large-rotation;
+// above four ranks ReduceScatter and AllGather still take only 1- and 2-byte
+// types there, and every rotation keeps one large case per collective.
+TEST(Reference, LargeRotationKeepsWideBuffersSmall) {
+  for (int rotation = 0; rotation < 20; ++rotation) {
+    MatrixOptions options;
+    options.largeRotation = rotation;
+    for (int n : {3, 4, 5, 6, 7, 8}) {
+      for (int c = 0; c < kNumColls; ++c) {
+        const auto coll = static_cast<Coll>(c);
+        size_t large = 0;
+        for (const CaseSpec& s : buildCases(coll, n, Mode::kThreads, options)) {
+          if (s.count != kLargeCount) continue;
+          ++large;
+          const bool narrow = s.dtype == loomInt8 || s.dtype == loomUint8 || s.dtype == loomFloat16 ||
+                              s.dtype == loomBfloat16;
+          if (n > 4 && (coll == Coll::kReduceScatter || coll == Coll::kAllGather)) {
+            EXPECT_TRUE(narrow) << "rotation " << rotation << ": " << describe(s);
+          }
+        }
+        EXPECT_EQ(large, 1u) << collName(coll) << " n=" << n << " rotation " << rotation;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace loom::integration

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "integration/collective_case.h"
+#include "integration/forced_algorithm.h"
 
 namespace loom::integration {
 namespace {
@@ -66,6 +67,14 @@ bool parseTestOptions(int argc, char** argv, std::string* error) {
       o.matrix.largeCount = true;
     } else if (std::strcmp(a, "--large-count=all") == 0) {
       o.matrix.largeCountEverywhere = true;
+    } else if (std::strncmp(a, "--large-rotation=", 17) == 0) {
+      char* end = nullptr;
+      const long v = std::strtol(a + 17, &end, 10);
+      if (end == a + 17 || *end != '\0' || v < 0 || v > 1000000) {
+        *error = std::string(a) + ": expected a non-negative integer";
+        return false;
+      }
+      o.matrix.largeRotation = static_cast<int>(v);
     } else if (std::strncmp(a, "--only-count=", 13) == 0) {
       char* end = nullptr;
       o.matrix.onlyCount = std::strtoull(a + 13, &end, 10);
@@ -75,11 +84,11 @@ bool parseTestOptions(int argc, char** argv, std::string* error) {
       }
     } else {
       *error = std::string("unknown argument ") + a +
-               " (expected --world-size=N, --large-count=0|1|all or --only-count=N)";
+               " (expected --world-size=N, --large-count=0|1|all, --large-rotation=K or --only-count=N)";
       return false;
     }
   }
-  return true;
+  return forcedAlgorithm().parseEnvironment(o.matrix.chunkBytes, error);
 }
 
 Clique::Clique(int nranks) : comms_(nranks, nullptr) {
@@ -146,6 +155,16 @@ bool runCasesOnRank(const std::vector<CaseSpec>& cases, loomComm_t comm, int ran
       return false;
     }
     run.verify();
+    if (forcedAlgorithm().active()) {
+      char name[64] = {};
+      const loomResult_t got = loomCommGetLastAlgorithm(comm, name, sizeof name);
+      if (got != loomSuccess) {
+        ADD_FAILURE() << "loomCommGetLastAlgorithm returned " << loomGetErrorString(got) << ": "
+                      << loomGetLastError(comm);
+        continue;
+      }
+      forcedAlgorithm().check(spec, name);
+    }
   }
   return true;
 }
