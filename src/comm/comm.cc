@@ -253,6 +253,8 @@ Status Communicator::enqueue(const algo::CollArgs& args, Stream* stream) {
     (void)enqueueAsync(args, stream);
     return Status::ok();
   }
+  Status status;
+  if (executor_->tryRunInline([&] { return execute(args, nullptr); }, &status)) return status;
   auto completion = std::make_shared<Completion>();
   executor_->submit({[this, args] { return execute(args, nullptr); }, completion}, false);
   executor_->runUntil(completion);

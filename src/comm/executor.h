@@ -34,6 +34,20 @@ class Executor {
   void submit(PendingOp op, bool wakeWorker);
   // Runs queued operations on this thread until `target` has completed.
   void runUntil(const CompletionPtr& target);
+  // Runs `work` on this thread at once if nothing is queued or running
+  // (the common blocking call: no allocation, no queue); false otherwise,
+  // and the caller must submit() instead so the queue's order is kept.
+  template <typename Work>
+  bool tryRunInline(Work&& work, Status* status) {
+    std::unique_lock<std::mutex> run(runMu_, std::try_to_lock);
+    if (!run.owns_lock()) return false;
+    {
+      std::lock_guard<std::mutex> lock(queueMu_);
+      if (!queue_.empty()) return false;
+    }
+    *status = work();
+    return true;
+  }
   // Stops the worker after the queue is empty (idempotent).
   void shutdown();
 

@@ -22,26 +22,25 @@ void Stream::pruneLocked() {
 }
 
 Status Stream::synchronize() {
-  std::deque<CompletionPtr> pending;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    pending = outstanding_;
-  }
   // Every op's own waits are bounded by its communicator's LOOM_TIMEOUT and
-  // its abort flag, so each completes in bounded time; this wait needs none.
-  // It sleeps almost at once: the executor that runs the ops needs the core.
+  // its abort flag, so this wait needs no deadline of its own. It sleeps
+  // almost at once: the executor that runs the ops needs the core.
   WaitContext forever;
   forever.spinMicros = 2;
   forever.yieldMicros = 0;
-  Status first;
-  for (auto& op : pending) {
-    Status s = op->wait(forever, "stream operation");
-    if (!s.isOk() && first.isOk()) first = s;
+  for (;;) {
+    CompletionPtr newest;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      pruneLocked();
+      if (outstanding_.empty()) return firstError_;
+      // Ops normally finish in stream order, so waiting for the newest is
+      // enough; an aborted communicator may fail an op before its
+      // predecessor finished, which the loop catches.
+      newest = outstanding_.back();
+    }
+    (void)newest->wait(forever, "stream operation");
   }
-  std::lock_guard<std::mutex> lock(mu_);
-  pruneLocked();
-  if (firstError_.isOk()) firstError_ = first;
-  return firstError_;
 }
 
 Status Stream::query() {
