@@ -51,10 +51,8 @@ Status run(const CollArgs& args, const AlgoContext& ctx, const char* what, Slice
            std::byte* ownSlice) {
   const int n = ctx.nranks, r = ctx.rank;
   const size_t es = dataTypeSize(args.dtype);
-  const size_t chunkElems = ctx.chunkBytes / es;
-  LOOM_ENFORCE(chunkElems > 0, Code::kInvalidArgument,
-               "deterministic %s on rank %d: chunk size %zu bytes is smaller than one %s element", what, r,
-               ctx.chunkBytes, dataTypeName(args.dtype));
+  size_t chunkElems = 0;
+  LOOM_TRY(chunkElemsFor(args, ctx, what, &chunkElems));
   const auto* in = static_cast<const std::byte*>(args.sendbuf);
   auto* out = static_cast<std::byte*>(args.recvbuf);
   const Reduction red{args.dtype, args.op, n};
@@ -109,7 +107,7 @@ Status deterministicAllReduce(const CollArgs& args, const AlgoContext& ctx) {
   if (ctx.nranks == 1) return reduceOnOneRank(args);
   const Slices slices = splitEvenly(args.count, ctx.nranks);
   auto* own = static_cast<std::byte*>(args.recvbuf) + slices.start(ctx.rank) * dataTypeSize(args.dtype);
-  return run(args, ctx, "all-reduce", slices, Finish::kAllGather, own);
+  return run(args, ctx, "deterministic all-reduce", slices, Finish::kAllGather, own);
 }
 
 Status deterministicReduce(const CollArgs& args, const AlgoContext& ctx) {
@@ -121,12 +119,12 @@ Status deterministicReduce(const CollArgs& args, const AlgoContext& ctx) {
   auto* own = ctx.rank == args.root
                   ? static_cast<std::byte*>(args.recvbuf) + slices.start(ctx.rank) * dataTypeSize(args.dtype)
                   : nullptr;
-  return run(args, ctx, "reduce", slices, Finish::kGatherToRoot, own);
+  return run(args, ctx, "deterministic reduce", slices, Finish::kGatherToRoot, own);
 }
 
 Status deterministicReduceScatter(const CollArgs& args, const AlgoContext& ctx) {
   if (ctx.nranks == 1) return reduceOnOneRank(args);
-  return run(args, ctx, "reduce-scatter", Slices{args.count, 0}, Finish::kNothing,
+  return run(args, ctx, "deterministic reduce-scatter", Slices{args.count, 0}, Finish::kNothing,
              static_cast<std::byte*>(args.recvbuf));
 }
 

@@ -22,10 +22,8 @@ Status oneShotAllReduce(const CollArgs& args, const AlgoContext& ctx) {
   if (ctx.nranks == 1) return reduceOnOneRank(args);
   const int n = ctx.nranks, r = ctx.rank;
   const size_t es = dataTypeSize(args.dtype);
-  const size_t chunkElems = ctx.chunkBytes / es;
-  LOOM_ENFORCE(chunkElems > 0, Code::kInvalidArgument,
-               "one-shot all-reduce on rank %d: chunk size %zu bytes is smaller than one %s element", r,
-               ctx.chunkBytes, dataTypeName(args.dtype));
+  size_t chunkElems = 0;
+  LOOM_TRY(chunkElemsFor(args, ctx, "one-shot all-reduce", &chunkElems));
   const auto* in = static_cast<const std::byte*>(args.sendbuf);
   auto* out = static_cast<std::byte*>(args.recvbuf);
   const Reduction red{args.dtype, args.op, n};

@@ -109,41 +109,44 @@ Status Steps::recvCopySend(int from, int to, void* dst, size_t count) {
   return Status::ok();
 }
 
+Status Steps::acquireTwo(int from0, int from1, size_t count, const std::byte** data0, const std::byte** data1) {
+  size_t got0 = 0, got1 = 0;
+  LOOM_TRY(ctx_.links->recvFrom(from0).acquire(data0, &got0, ctx_.wait));
+  LOOM_TRY(checkLength(got0, count * elemSize(), from0));
+  LOOM_TRY(ctx_.links->recvFrom(from1).acquire(data1, &got1, ctx_.wait));
+  return checkLength(got1, count * elemSize(), from1);
+}
+
 Status Steps::recv2ReduceSend(int from0, int from1, int to, const void* local, size_t count) {
-  auto& in0 = ctx_.links->recvFrom(from0);
-  auto& in1 = ctx_.links->recvFrom(from1);
-  auto& out = ctx_.links->sendTo(to);
   const std::byte* data0 = nullptr;
   const std::byte* data1 = nullptr;
-  size_t got0 = 0, got1 = 0;
-  LOOM_TRY(in0.acquire(&data0, &got0, ctx_.wait));
-  LOOM_TRY(checkLength(got0, count * elemSize(), from0));
-  LOOM_TRY(in1.acquire(&data1, &got1, ctx_.wait));
-  LOOM_TRY(checkLength(got1, count * elemSize(), from1));
+  LOOM_TRY(acquireTwo(from0, from1, count, &data0, &data1));
+  auto& out = ctx_.links->sendTo(to);
   std::byte* slot = nullptr;
   LOOM_TRY(out.acquire(&slot, ctx_.wait));
   kernels::reduce(red_.dtype, red_.op, slot, data0, local, count);
   kernels::reduce(red_.dtype, red_.op, slot, data1, slot, count);
   out.commit(count * elemSize());
-  in0.release();
-  in1.release();
+  ctx_.links->recvFrom(from0).release();
+  ctx_.links->recvFrom(from1).release();
   return Status::ok();
 }
 
 Status Steps::recv2ReduceFinal(int from0, int from1, const void* local, void* dst, size_t count) {
-  auto& in0 = ctx_.links->recvFrom(from0);
-  auto& in1 = ctx_.links->recvFrom(from1);
   const std::byte* data0 = nullptr;
   const std::byte* data1 = nullptr;
-  size_t got0 = 0, got1 = 0;
-  LOOM_TRY(in0.acquire(&data0, &got0, ctx_.wait));
-  LOOM_TRY(checkLength(got0, count * elemSize(), from0));
-  LOOM_TRY(in1.acquire(&data1, &got1, ctx_.wait));
-  LOOM_TRY(checkLength(got1, count * elemSize(), from1));
+  LOOM_TRY(acquireTwo(from0, from1, count, &data0, &data1));
   kernels::reduce(red_.dtype, red_.op, dst, data0, local, count);
   kernels::reduceFinal(red_.dtype, red_.op, red_.nranks, dst, data1, dst, count);
-  in0.release();
-  in1.release();
+  ctx_.links->recvFrom(from0).release();
+  ctx_.links->recvFrom(from1).release();
+  return Status::ok();
+}
+
+Status chunkElemsFor(const CollArgs& args, const AlgoContext& ctx, const char* algorithm, size_t* elems) {
+  *elems = ctx.chunkBytes / dataTypeSize(args.dtype);
+  LOOM_ENFORCE(*elems > 0, Code::kInvalidArgument, "%s on rank %d: chunk size %zu bytes is smaller than one %s element",
+               algorithm, ctx.rank, ctx.chunkBytes, dataTypeName(args.dtype));
   return Status::ok();
 }
 

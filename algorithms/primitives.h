@@ -48,6 +48,8 @@ class Steps {
   size_t elemSize() const { return dataTypeSize(red_.dtype); }
 
  private:
+  // The next chunk from each of two peers, both checked to hold `count` elements.
+  Status acquireTwo(int from0, int from1, size_t count, const std::byte** data0, const std::byte** data1);
   const AlgoContext& ctx_;
   Reduction red_;
 };
@@ -72,6 +74,10 @@ struct RingView {
   const std::byte* const in;
   std::byte* const out;
 };
+
+// Elements of args.dtype per pipelined piece; an error naming `algorithm`
+// and the rank when ctx.chunkBytes cannot hold one element.
+Status chunkElemsFor(const CollArgs& args, const AlgoContext& ctx, const char* algorithm, size_t* elems);
 
 // A reduction over one rank is its own input: recvbuf <- finalize(sendbuf).
 Status reduceOnOneRank(const CollArgs& args);

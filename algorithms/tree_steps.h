@@ -31,10 +31,7 @@ struct TreeRange {
 // Elements per piece, or an error when chunkBytes cannot hold one element
 // (pieces of zero elements would never advance).
 inline Status chunkElemsOf(const CollArgs& args, const AlgoContext& ctx, size_t* elems) {
-  *elems = ctx.chunkBytes / dataTypeSize(args.dtype);
-  LOOM_ENFORCE(*elems > 0, Code::kInvalidArgument, "rank %d: chunk size %zu bytes cannot hold one %s element",
-               ctx.rank, ctx.chunkBytes, dataTypeName(args.dtype));
-  return Status::ok();
+  return chunkElemsFor(args, ctx, "tree", elems);
 }
 
 // A non-root node's part of the reduce-up wave: adds its own `mine` to what

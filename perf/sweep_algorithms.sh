@@ -11,7 +11,7 @@
 #
 # Environment knobs:
 #   RANKS ("2 4")                      rank counts
-#   ALGOS ("ring tree hd oneshot auto") LOOM_ALGO values; auto leaves LOOM_ALGO unset
+#   ALGOS ("ring tree hd rd oneshot auto") LOOM_ALGO values; auto leaves LOOM_ALGO unset
 #   MIN (8), MAX (256M), FACTOR (4)    sizes: MAX, MAX/FACTOR, ... down to above MIN, and MIN
 #   ONESHOT_MAX (1M)                   oneshot is swept only up to here (it applies to small sizes)
 #   REPS (3)                           repetitions; the median time counts
@@ -40,7 +40,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 build=${1:-${LOOM_BUILD_DIR:-./build}}
 bin=$build/bin
 ranks_list=${RANKS:-"2 4"}
-algos=${ALGOS:-"ring tree hd oneshot auto"}
+algos=${ALGOS:-"ring tree hd rd oneshot auto"}
 reps=${REPS:-3}
 reps_large=${REPS_LARGE:-1}
 factor=${FACTOR:-4}
@@ -162,14 +162,16 @@ echo "# median of $reps repetitions ($reps_large from 16 MiB); iterations per ti
 [[ -n $mpi_note ]] && echo "# $mpi_note"
 [[ $have_gnuplot -eq 0 ]] && echo "# gnuplot not found: data files and tables only (scripts/setup.sh installs gnuplot-nox)"
 
+# Repetitions are the outer loop so that every series sees the same drift of
+# this shared machine (the medians then compare like with like).
 failed=""
 for n in $ranks_list; do
-  for series in "${series_list[@]}"; do
-    for ((rep = 1; rep <= reps; ++rep)); do
+  for ((rep = 1; rep <= reps; ++rep)); do
+    for series in "${series_list[@]}"; do
+      [[ " $failed " == *" $series.$n "* ]] && continue
       if ! run_series "$series" "$n" "$rep"; then
         failed+=" $series.$n"
         rm -f "$work/$series.$n".*.log
-        break
       fi
     done
   done

@@ -1,10 +1,17 @@
 #!/usr/bin/env bash
-# The main job on a fresh machine: set up, build, then an all-reduce bandwidth
-# sweep on 4 local ranks started by loomrun (nccl-tests' output format).
+# The main job on a fresh machine: set up, build, measure this machine for the
+# tuner (perf/tune.sh, about a minute), then an all-reduce sweep on 4 local
+# ranks started by loomrun (nccl-tests' output format, plus the algorithm that
+# ran and the share of the memory-traffic bound).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh
 BUILD_DIR=${LOOM_BUILD_DIR:-build}
 NRANKS=${LOOM_NRANKS:-4}
-echo "== loomrun -n $NRANKS all_reduce_perf -b 8 -e 64M -f 2"
+if [[ -z ${LOOM_TUNING_FILE:-} ]]; then
+  echo "== perf/tune.sh: measuring every algorithm and protocol on $NRANKS ranks for the tuner"
+  RANKS="$NRANKS" MAX=64M REPS=2 bash perf/tune.sh "$BUILD_DIR" "$BUILD_DIR/loom.tuning" | tail -1
+  export LOOM_TUNING_FILE=$BUILD_DIR/loom.tuning
+fi
+echo "== loomrun -n $NRANKS all_reduce_perf -b 8 -e 64M -f 2   (LOOM_TUNING_FILE=$LOOM_TUNING_FILE)"
 "$BUILD_DIR/bin/loomrun" -n "$NRANKS" "$BUILD_DIR/bin/all_reduce_perf" -b 8 -e 64M -f 2 -w 5 -n 20
