@@ -22,6 +22,7 @@
 # ranks and <= 1.0 at 4 ranks, 64 MiB busbw Loom/MPI >= 1.5, and a 64 MiB
 # memory-bound share >= 60%.
 #
+# Sizes up to 8 KiB run separately with SMALL_ITERS (2000) after SMALL_WARMUP (500).
 # Environment knobs: REPS (5), ITERS (20), WARMUP (5), RANKS ("2 4"), DTYPE (float),
 # OP (sum), MPIRUN_ARGS (extra mpirun flags).
 #
@@ -35,6 +36,8 @@ bin=$build/bin
 reps=${REPS:-5}
 iters=${ITERS:-20}
 warmup=${WARMUP:-5}
+small_iters=${SMALL_ITERS:-2000}
+small_warmup=${SMALL_WARMUP:-500}
 ranks_list=${RANKS:-"2 4"}
 dtype=${DTYPE:-float}
 op=${OP:-sum}
@@ -70,9 +73,16 @@ run_tool() {
   # -z 1: blocking calls on Loom's NULL stream, like MPI_Allreduce.
   local launcher=("$bin/loomrun" -n "$n" --no-tag-output "$bin/all_reduce_perf" -z 1)
   [[ $library == mpi ]] && launcher=("${mpirun_cmd[@]}" -np "$n" "$bin/mpi_all_reduce_perf")
-  for range in "-b 8 -e 64M -f 4" "-b 64M -e 64M"; do
+  # Sizes up to 8 KiB get their own run with many more warm-up and timed
+  # calls: both libraries set connections up lazily, and with -w 5 the first
+  # row of a run still measures that (Open MPI's 8 B: 1.7 us at -w 5, 0.55 us
+  # at -w 100), which would decide the latency comparison.
+  local small=(-n "$small_iters" -w "$small_warmup")
+  for range in "-b 8 -e 8K -f 4" "-b 32K -e 32M -f 4" "-b 64M -e 64M"; do
+    local counts=("${common[@]}")
+    [[ $range == "-b 8 -e 8K -f 4" ]] && counts=("${common[@]}" "${small[@]}")
     # shellcheck disable=SC2086  # $range holds several flags
-    if ! "${launcher[@]}" $range -c "$check" "${common[@]}" >"$out.log" 2>&1; then
+    if ! "${launcher[@]}" $range -c "$check" "${counts[@]}" >"$out.log" 2>&1; then
       echo "compare_mpi.sh: $library with $n ranks failed (repetition $rep):" >&2
       tail -20 "$out.log" >&2
       exit 1
