@@ -17,7 +17,8 @@
 #   REPS (3)                           repetitions; the median time counts
 #   REPS_LARGE (1)                     repetitions of sizes >= 16 MiB (each is already a mean over
 #                                      several long calls; more repetitions would double the runtime)
-#   ITERS_SMALL/MEDIUM/LARGE (40/10/3) timed iterations below 256 KiB / below 16 MiB / above
+#   ITERS_SMALL/MEDIUM/LARGE (400/10/3) timed iterations below 256 KiB (after 100 warm-up calls:
+#                                      a run's first sizes otherwise measure lazy set-up) / below 16 MiB / above
 #   MPI (1)                            0 skips the Open MPI baseline
 #   OUT (perf/results)                 where allreduce_np<N>.{dat,png,txt} go
 #   RUN_TIMEOUT (300)                  seconds one tool run may take before it is killed
@@ -100,7 +101,7 @@ sizes=("$min" "${sizes[@]}")
 
 # tier SIZE -> "iters warmup": fewer iterations where one call takes long.
 tier() {
-  if (($1 < 256 << 10)); then echo "${ITERS_SMALL:-40} 5"
+  if (($1 < 256 << 10)); then echo "${ITERS_SMALL:-400} 100"
   elif (($1 < 16 << 20)); then echo "${ITERS_MEDIUM:-10} 2"
   else echo "${ITERS_LARGE:-3} 1"; fi
 }
@@ -158,7 +159,7 @@ read -r -a series_list <<<"$algos"
 start=$SECONDS
 echo "# all-reduce sweep on $(hostname) ($(nproc) cores), $dtype $op, out-of-place, blocking calls (-z 1)"
 echo "# sizes ${sizes[0]} .. ${sizes[-1]} B (factor $factor), ranks: $ranks_list, series: ${series_list[*]}"
-echo "# median of $reps repetitions ($reps_large from 16 MiB); iterations per tier (<256K, <16M, larger): ${ITERS_SMALL:-40}, ${ITERS_MEDIUM:-10}, ${ITERS_LARGE:-3}"
+echo "# median of $reps repetitions ($reps_large from 16 MiB); iterations per tier (<256K, <16M, larger): ${ITERS_SMALL:-400}, ${ITERS_MEDIUM:-10}, ${ITERS_LARGE:-3}"
 [[ -n $mpi_note ]] && echo "# $mpi_note"
 [[ $have_gnuplot -eq 0 ]] && echo "# gnuplot not found: data files and tables only (scripts/setup.sh installs gnuplot-nox)"
 

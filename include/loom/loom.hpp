@@ -52,6 +52,24 @@ class Stream {
   loomStream_t s_ = nullptr;
 };
 
+// Calls made between construction and end() are one group (loomGroupStart/
+// loomGroupEnd): sends and receives in it progress together. end() reports
+// the group's errors; a Group destroyed without end() still closes the group.
+class Group {
+ public:
+  Group() { check(loomGroupStart()); }
+  ~Group() { if (open_) (void)loomGroupEnd(); }
+  Group(const Group&) = delete;
+  Group& operator=(const Group&) = delete;
+  void end() {
+    open_ = false;
+    check(loomGroupEnd());
+  }
+
+ private:
+  bool open_ = true;
+};
+
 class Comm {
  public:
   Comm(int nranks, const loomUniqueId& id, int rank) { check(loomCommInitRank(&c_, nranks, id, rank)); }
@@ -91,8 +109,35 @@ class Comm {
   void allGather(std::span<const T> send, std::span<T> recv, Stream* s = nullptr) {
     check(loomAllGather(send.data(), recv.data(), send.size(), dataTypeOf<T>(), c_, s ? s->get() : nullptr), c_);
   }
+  // send and recv hold size() blocks of equal length; block j goes to rank j.
+  template <class T>
+  void allToAll(std::span<const T> send, std::span<T> recv, Stream* s = nullptr) {
+    const size_t n = static_cast<size_t>(size());
+    if (send.size() != recv.size() || send.size() % n != 0)
+      throw Error(loomInvalidArgument, "allToAll: send and recv must hold size() blocks of equal length");
+    check(loomAllToAll(send.data(), recv.data(), send.size() / n, dataTypeOf<T>(), c_, s ? s->get() : nullptr), c_);
+  }
+  void barrier(Stream* s = nullptr) { check(loomBarrier(c_, s ? s->get() : nullptr), c_); }
+  // Point to point; pair them inside a Group to exchange in both directions.
+  template <class T>
+  void send(std::span<const T> buf, int peer, Stream* s = nullptr) {
+    check(loomSend(buf.data(), buf.size(), dataTypeOf<T>(), peer, c_, s ? s->get() : nullptr), c_);
+  }
+  template <class T>
+  void recv(std::span<T> buf, int peer, Stream* s = nullptr) {
+    check(loomRecv(buf.data(), buf.size(), dataTypeOf<T>(), peer, c_, s ? s->get() : nullptr), c_);
+  }
+  // MPI_Comm_split: ranks with the same color form a communicator ordered by
+  // (key, rank); a negative color takes part and gets an empty Comm (valid() false).
+  Comm split(int color, int key) const {
+    loomComm_t child = nullptr;
+    check(loomCommSplit(c_, color, key, &child), c_);
+    return Comm(child);
+  }
+  bool valid() const { return c_ != nullptr; }
 
  private:
+  explicit Comm(loomComm_t adopted) : c_(adopted) {}
   loomComm_t c_ = nullptr;
 };
 

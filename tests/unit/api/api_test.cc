@@ -176,4 +176,45 @@ TEST(CppWrapper, AllReduceBroadcastAndErrors) {
   for (auto& t : threads) t.join();
 }
 
+TEST(CppWrapper, PointToPointAllToAllBarrierAndSplit) {
+  constexpr int kRanks = 3;
+  loomUniqueId id;
+  ASSERT_EQ(loomGetUniqueId(&id), loomSuccess);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < kRanks; ++r)
+    threads.emplace_back([&, r] {
+      loompp::Comm comm(kRanks, id, r);
+      // A ring exchange in both directions at once: only safe inside a group.
+      const int next = (r + 1) % kRanks, prev = (r + kRanks - 1) % kRanks;
+      std::vector<int64_t> out(1000, 100 * r), fromPrev(1000, -1);
+      {
+        loompp::Group group;
+        comm.send(std::span<const int64_t>(out), next);
+        comm.recv(std::span<int64_t>(fromPrev), prev);
+        group.end();
+      }
+      EXPECT_EQ(fromPrev.front(), 100 * prev);
+      EXPECT_EQ(fromPrev.back(), 100 * prev);
+
+      std::vector<int32_t> blocks(2 * kRanks), got(2 * kRanks, -1);
+      for (int j = 0; j < kRanks; ++j) blocks[2 * j] = blocks[2 * j + 1] = 10 * r + j;  // to rank j
+      comm.allToAll(std::span<const int32_t>(blocks), std::span<int32_t>(got));
+      for (int i = 0; i < kRanks; ++i) EXPECT_EQ(got[2 * i + 1], 10 * i + r) << "block from rank " << i;
+      comm.barrier();
+
+      // Even ranks in one communicator ordered by descending rank, odd ranks alone.
+      loompp::Comm half = comm.split(r % 2, -r);
+      ASSERT_TRUE(half.valid());
+      const int expectedSize = r % 2 == 0 ? (kRanks + 1) / 2 : kRanks / 2;
+      EXPECT_EQ(half.size(), expectedSize);
+      if (r % 2 == 0) EXPECT_EQ(half.rank(), (kRanks - 1 - r) / 2) << "key -rank reverses the order";
+      std::vector<int32_t> one(1, r);
+      half.allReduce(std::span<int32_t>(one));
+      EXPECT_EQ(one[0], r % 2 == 0 ? 0 + 2 : 1);
+      loompp::Comm none = comm.split(r == 0 ? LOOM_SPLIT_NOCOLOR : 1, 0);
+      EXPECT_EQ(none.valid(), r != 0);
+    });
+  for (auto& t : threads) t.join();
+}
+
 }  // namespace
