@@ -1,5 +1,8 @@
 #include "unit/transports/shm_fork_harness.h"
 
+#include "transports/shm/shm_transport.h"
+#include "unit/transports/shm_test_util.h"
+
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -107,6 +110,28 @@ std::vector<int> runForkedRanks(int nranks, const std::function<std::string(int 
     codes[r] = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : -1;
   }
   return codes;
+}
+
+std::string connectForkedRank(bootstrap::Bootstrap& boot, int rank, int nranks, const std::string& tag,
+                              const Config& cfg, std::unique_ptr<transport::Transport>* out) {
+  std::vector<transport::PeerInfo> infos(static_cast<size_t>(nranks));
+  transport::SetupContext ctx;
+  ctx.rank = rank;
+  ctx.nranks = nranks;
+  ctx.peers = &infos;
+  ctx.jobTag = tag;
+  ctx.config = &cfg;
+  ctx.bootstrap = &boot;
+  ctx.wait = waitFor(20);
+  auto t = transport::shmTransportFactory().create();
+  Status st = t->connect(ctx, allPeersOf(rank, nranks));
+  if (!st.isOk()) return "connect: " + st.message();
+  // Each rank unlinks its own segment on its way out of connect(): wait for all.
+  st = boot.barrier(waitFor(20));
+  if (!st.isOk()) return "barrier after connect: " + st.message();
+  if (!leftoverSegments(tag).empty()) return "segment left after connect: " + leftoverSegments(tag)[0];
+  *out = std::move(t);
+  return "";
 }
 
 }  // namespace loom::testing::shm

@@ -7,10 +7,13 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "bootstrap/bootstrap.h"
+#include "common/config.h"
+#include "transports/transport.h"
 
 namespace loom::testing::shm {
 
@@ -36,5 +39,12 @@ class SocketPairBootstrap final : public bootstrap::Bootstrap {
 // each one's exit code (128 + signal number if it was killed).
 std::vector<int> runForkedRanks(int nranks, const std::function<std::string(int rank, bootstrap::Bootstrap& boot)>& body,
                                 double seconds = 60);
+
+// In a forked rank: connects a shared-memory transport with every other rank
+// (job `tag`, settings `cfg`, which must outlive the transport), waits until
+// all ranks have connected and checks that no segment name outlived
+// connect(). Returns "" and the transport in *out, or what went wrong.
+std::string connectForkedRank(bootstrap::Bootstrap& boot, int rank, int nranks, const std::string& tag,
+                              const Config& cfg, std::unique_ptr<transport::Transport>* out);
 
 }  // namespace loom::testing::shm

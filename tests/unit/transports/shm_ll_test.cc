@@ -305,21 +305,9 @@ TEST(ShmLL, AllPairsOfFourRanksAndNoSegmentLeft) {
 // Processes: every pair exchanges LL and Simple chunks in alternation.
 std::string runLLChild(bootstrap::Bootstrap& boot, int rank, int nranks, const std::string& tag, bool futexOnly) {
   Config cfg = smallConfig(4096, 2);
-  std::vector<transport::PeerInfo> infos(nranks);
-  transport::SetupContext ctx;
-  ctx.rank = rank;
-  ctx.nranks = nranks;
-  ctx.peers = &infos;
-  ctx.jobTag = tag;
-  ctx.config = &cfg;
-  ctx.bootstrap = &boot;
-  ctx.wait = waitFor(20);
-  auto t = transport::shmTransportFactory().create();
-  Status st = t->connect(ctx, allPeersOf(rank, nranks));
-  if (!st.isOk()) return "connect: " + st.message();
-  st = boot.barrier(waitFor(20));
-  if (!st.isOk()) return "barrier after connect: " + st.message();
-  if (!leftoverSegments(tag).empty()) return "segment left after connect: " + leftoverSegments(tag)[0];
+  std::unique_ptr<transport::Transport> t;
+  if (std::string error = connectForkedRank(boot, rank, nranks, tag, cfg, &t); !error.empty()) return error;
+  Status st;
   WaitContext wait = waitFor(30);
   if (futexOnly) wait.spinMicros = wait.yieldMicros = 0;
   for (uint64_t c = 0; c < 12 * kLLSlots && st.isOk(); ++c) {
