@@ -9,6 +9,8 @@ packages=(
   libopenmpi-dev openmpi-bin      # optional baseline for perf/compare_mpi.sh
   gnuplot-nox                     # optional: the PNGs of perf/sweep_algorithms.sh
   python3 procps iproute2
+  libopenblas-dev zlib1g-dev       # training layer: BLAS for the model stack, gzip for IDX files
+  dataset-fashion-mnist           # the training demo's data (/usr/share/datasets/fashion-mnist)
 )
 
 missing=()
