@@ -3,7 +3,9 @@
 // nothing of communicators, bootstrap or concrete transports.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
+#include <cstdint>
 
 #include "common/status.h"
 #include "common/types.h"
@@ -46,6 +48,9 @@ struct AlgoContext {
   size_t chunkBytes = 256 * 1024;  // largest piece moved per step; <= every connection's chunkBytes()
   transport::Protocol proto = transport::Protocol::kSimple;  // of every connection in `links`
   bool singleHost = true;  // every rank on this host (shared-memory-only algorithms apply)
+  // Chunks moved so far, bumped by the primitives for the flight recorder
+  // (null: not counted). Only the running thread writes it.
+  std::atomic<uint64_t>* progress = nullptr;
 };
 
 using CollFn = Status (*)(const CollArgs& args, const AlgoContext& ctx);

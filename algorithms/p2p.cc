@@ -10,14 +10,6 @@
 namespace loom::algo {
 namespace {
 
-// The header word: a tag in the top 16 bits (catches a chunk that does not
-// start a message: ranks out of step), the message's byte count below.
-constexpr uint64_t kTag = 0x4C50;  // "LP"
-constexpr int kSizeBits = 48;
-constexpr uint64_t kMaxMessageBytes = (uint64_t{1} << kSizeBits) - 1;
-
-uint64_t encodeHeader(size_t bytes) { return (kTag << kSizeBits) | static_cast<uint64_t>(bytes); }
-
 struct OpState {
   size_t done = 0;       // payload bytes moved so far
   bool started = false;  // header sent / parsed
@@ -84,7 +76,7 @@ Status Engine::prepare() {
     const char* verb = op.kind == P2POp::kSend ? "send to" : "recv from";
     LOOM_ENFORCE(op.peer >= 0 && op.peer < ctx_.nranks, Code::kInvalidArgument,
                  "%s peer %d on rank %d: peer out of range [0, %d)", verb, op.peer, ctx_.rank, ctx_.nranks);
-    LOOM_ENFORCE(op.bytes <= kMaxMessageBytes, Code::kInvalidArgument,
+    LOOM_ENFORCE(op.bytes <= kMaxP2PMessageBytes, Code::kInvalidArgument,
                  "%s peer %d on rank %d: %zu bytes exceed the largest message (2^48 - 1 bytes)", verb, op.peer,
                  ctx_.rank, op.bytes);
     if (op.peer == ctx_.rank) {
@@ -152,8 +144,7 @@ void Engine::fillSlot(Queue& q, transport::SendConnection& conn, std::byte* slot
   const size_t cap = std::min(ctx_.chunkBytes, conn.chunkBytes());
   size_t offset = 0;
   if (!st.started) {
-    const uint64_t header = encodeHeader(op.bytes);
-    std::memcpy(slot, &header, sizeof header);
+    encodeP2PHeader(op.bytes, slot);
     offset = kP2PHeaderBytes;
     st.started = true;
   }
@@ -191,20 +182,7 @@ Status Engine::consumeHeld(Queue& q, bool* moved) {
   OpState& st = state_[i];
   transport::RecvConnection& conn = ctx_.links->recvFrom(q.peer);
   if (!st.started) {
-    uint64_t header = 0;
-    LOOM_ENFORCE(q.heldBytes >= kP2PHeaderBytes, Code::kRemoteError,
-                 "rank %d: recv from peer %d got a %zu-byte chunk where a message starts (ranks out of step?)",
-                 ctx_.rank, q.peer, q.heldBytes);
-    std::memcpy(&header, q.held, sizeof header);
-    LOOM_ENFORCE((header >> kSizeBits) == kTag, Code::kRemoteError,
-                 "rank %d: recv from peer %d got a chunk that does not start a message (ranks out of step, or a "
-                 "collective on one side met a send/recv on the other)",
-                 ctx_.rank, q.peer);
-    const uint64_t sent = header & kMaxMessageBytes;
-    LOOM_ENFORCE(sent == op.bytes, Code::kRemoteError,
-                 "rank %d: recv of %zu bytes from peer %d is matched by a send of %llu bytes on rank %d "
-                 "(count x datatype size must agree)",
-                 ctx_.rank, op.bytes, q.peer, static_cast<unsigned long long>(sent), q.peer);
+    LOOM_TRY(checkP2PHeader(q.held, q.heldBytes, op.bytes, ctx_.rank, q.peer));
     q.held += kP2PHeaderBytes;
     q.heldBytes -= kP2PHeaderBytes;
     st.started = true;

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "algorithms/algorithm.h"
+#include "algorithms/p2p_header.h"
 
 namespace loom::algo {
 
@@ -40,9 +41,6 @@ struct P2POp {
   static P2POp send(int peer, const void* src, size_t bytes) { return {kSend, peer, src, nullptr, bytes}; }
   static P2POp recv(int peer, void* dst, size_t bytes) { return {kRecv, peer, nullptr, dst, bytes}; }
 };
-
-// Bytes of the header that opens every message on the wire.
-constexpr size_t kP2PHeaderBytes = 8;
 
 // Runs every op of `ops` to completion (or the first error). Errors: a recv
 // whose matching send has another size (kRemoteError, naming the peer), a

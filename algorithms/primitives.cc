@@ -32,6 +32,7 @@ Status Steps::send(int peer, const void* src, size_t count) {
   size_t bytes = count * elemSize();
   if (bytes) std::memcpy(slot, src, bytes);
   conn.commit(bytes);
+  advanced();
   return Status::ok();
 }
 
@@ -44,6 +45,7 @@ Status Steps::recv(int peer, void* dst, size_t count) {
   Status st = checkLength(got, bytes, peer);
   if (st.isOk() && bytes) std::memcpy(dst, data, bytes);
   conn.release();
+  advanced();
   return st;
 }
 
@@ -59,6 +61,7 @@ Status Steps::recvReduceSend(int from, int to, const void* local, size_t count) 
   kernels::reduce(red_.dtype, red_.op, slot, data, local, count);
   out.commit(count * elemSize());
   in.release();
+  advanced();
   return Status::ok();
 }
 
@@ -71,6 +74,7 @@ Status Steps::recvReduceInPlace(int from, void* inout, size_t count, bool receiv
   if (receivedFirst) kernels::reduce(red_.dtype, red_.op, inout, data, inout, count);
   else kernels::reduce(red_.dtype, red_.op, inout, inout, data, count);
   in.release();
+  advanced();
   return Status::ok();
 }
 
@@ -82,6 +86,7 @@ Status Steps::recvReduceFinal(int from, const void* local, void* dst, size_t cou
   LOOM_TRY(checkLength(got, count * elemSize(), from));
   kernels::reduceFinal(red_.dtype, red_.op, red_.nranks, dst, data, local, count);
   in.release();
+  advanced();
   return Status::ok();
 }
 
@@ -106,6 +111,7 @@ Status Steps::recvCopySend(int from, int to, void* dst, size_t count) {
   }
   out.commit(bytes);
   in.release();
+  advanced();
   return Status::ok();
 }
 
@@ -129,6 +135,7 @@ Status Steps::recv2ReduceSend(int from0, int from1, int to, const void* local, s
   out.commit(count * elemSize());
   ctx_.links->recvFrom(from0).release();
   ctx_.links->recvFrom(from1).release();
+  advanced();
   return Status::ok();
 }
 
@@ -140,6 +147,7 @@ Status Steps::recv2ReduceFinal(int from0, int from1, const void* local, void* ds
   kernels::reduceFinal(red_.dtype, red_.op, red_.nranks, dst, data1, dst, count);
   ctx_.links->recvFrom(from0).release();
   ctx_.links->recvFrom(from1).release();
+  advanced();
   return Status::ok();
 }
 

@@ -98,6 +98,9 @@ class Transport {
   virtual bool supports(Protocol proto) const { return proto == Protocol::kSimple; }
   virtual SendConnection& sendTo(int peer, Protocol proto) = 0;
   virtual RecvConnection& recvFrom(int peer, Protocol proto) = 0;
+  // Liveness of the peers this backend serves, for every wait to observe
+  // (WaitContext::health); null if it cannot tell. Valid after connect().
+  virtual PeerHealth* health() { return nullptr; }
 };
 
 // A backend in the compile-time registry (src/comm/transport_registry.cc).

@@ -30,8 +30,18 @@ extern "C" {
 #define LOOM_PATCH 0
 #define LOOM_VERSION_CODE (LOOM_MAJOR * 10000 + LOOM_MINOR * 100 + LOOM_PATCH)
 
+/* In C++ the enums below have int as their fixed underlying type, so every int
+ * a caller passes is a valid value that the API can reject (without a fixed
+ * type, reading e.g. (loomDataType_t)42 is undefined behaviour in C++). Same
+ * size and calling convention as the plain C enums. */
+#ifdef __cplusplus
+#define LOOM_ENUM_BASE : int
+#else
+#define LOOM_ENUM_BASE
+#endif
+
 /* Result codes: the same categories and values as ncclResult_t. */
-typedef enum {
+typedef enum LOOM_ENUM_BASE {
   loomSuccess = 0,
   loomUnhandledCudaError = 1,
   loomSystemError = 2,     /* a system call or library failed (errno is in the message) */
@@ -44,7 +54,7 @@ typedef enum {
   loomNumResults = 9
 } loomResult_t;
 
-typedef enum {
+typedef enum LOOM_ENUM_BASE {
   loomInt8 = 0, loomChar = 0,
   loomUint8 = 1,
   loomInt32 = 2, loomInt = 2,
@@ -58,7 +68,7 @@ typedef enum {
   loomNumTypes = 10
 } loomDataType_t;
 
-typedef enum {
+typedef enum LOOM_ENUM_BASE {
   loomSum = 0,
   loomProd = 1,
   loomMax = 2,
@@ -95,6 +105,19 @@ loomResult_t loomGetUniqueId(loomUniqueId* uniqueId);
 loomResult_t loomGetUniqueIdFromEnv(loomUniqueId* uniqueId, int* rank, int* nranks);
 
 loomResult_t loomCommInitRank(loomComm_t* comm, int nranks, loomUniqueId commId, int rank);
+
+/* Settings of one communicator that override the environment, as with NCCL's
+ * ncclConfig_t: start from LOOM_CONFIG_INITIALIZER and set what you need; a
+ * field left at 0 keeps the environment's value. (Framework bindings use it:
+ * PyTorch's process-group timeout becomes the communicator's deadline.) */
+typedef struct {
+  size_t size;           /* sizeof(loomConfig_t): lets later versions add fields */
+  double timeoutSeconds; /* deadline of every blocking wait, as LOOM_TIMEOUT */
+} loomConfig_t;
+#define LOOM_CONFIG_INITIALIZER {sizeof(loomConfig_t), 0.0}
+/* loomCommInitRank with settings; config NULL is the same as loomCommInitRank. */
+loomResult_t loomCommInitRankConfig(loomComm_t* comm, int nranks, loomUniqueId commId, int rank,
+                                    const loomConfig_t* config);
 /* Creates ndev communicators of one clique, all in this process (one per
  * thread that will drive them, or driven together from one thread inside a
  * group). devlist is accepted for NCCL compatibility and ignored for host

@@ -138,10 +138,10 @@ loomResult_t loomGetUniqueIdFromEnv(loomUniqueId* uniqueId, int* rank, int* nran
   });
 }
 
-static loomResult_t initRankNow(loomComm_t handle, int nranks, loomUniqueId commId, int rank) {
+static loomResult_t initRankNow(loomComm_t handle, int nranks, loomUniqueId commId, int rank, double timeoutSeconds) {
   auto id = loom::bootstrap::UniqueId::parse(commId.internal);
   if (!id.isOk()) return fail(nullptr, id.status().withContext("loomCommInitRank: commId: "));
-  auto comm = loom::Communicator::create(id.value(), nranks, rank);
+  auto comm = loom::Communicator::create(id.value(), nranks, rank, timeoutSeconds);
   if (!comm.isOk()) return fail(nullptr, comm.status());
   handle->impl = std::move(comm).value();
   loom::api::registerComm(handle);
@@ -149,9 +149,24 @@ static loomResult_t initRankNow(loomComm_t handle, int nranks, loomUniqueId comm
 }
 
 loomResult_t loomCommInitRank(loomComm_t* comm, int nranks, loomUniqueId commId, int rank) {
+  return loomCommInitRankConfig(comm, nranks, commId, rank, nullptr);
+}
+
+loomResult_t loomCommInitRankConfig(loomComm_t* comm, int nranks, loomUniqueId commId, int rank,
+                                    const loomConfig_t* config) {
   return guarded(nullptr, [&]() -> loomResult_t {
     if (!comm) return fail(nullptr, loom::makeError(Code::kInvalidArgument, "loomCommInitRank: comm is NULL"));
     *comm = nullptr;
+    // Fields beyond the caller's `size` were not set by it (older headers).
+    double timeoutSeconds = 0;
+    if (config) {
+      if (config->size < offsetof(loomConfig_t, timeoutSeconds) + sizeof(double) || config->timeoutSeconds < 0)
+        return fail(nullptr, loom::makeError(Code::kInvalidArgument,
+                                             "loomCommInitRankConfig on rank %d: config->size %zu or "
+                                             "config->timeoutSeconds %g is invalid (use LOOM_CONFIG_INITIALIZER)",
+                                             rank, config->size, config->timeoutSeconds));
+      timeoutSeconds = config->timeoutSeconds;
+    }
     if (nranks < 1)
       return fail(nullptr, loom::makeError(Code::kInvalidArgument, "loomCommInitRank: nranks %d < 1", nranks));
     if (rank < 0 || rank >= nranks)
@@ -163,12 +178,12 @@ loomResult_t loomCommInitRank(loomComm_t* comm, int nranks, loomUniqueId commId,
       // this is how one thread creates several ranks of one clique.
       *comm = handle;
       loom::api::deferInit([=] {
-        loomResult_t r = initRankNow(handle, nranks, commId, rank);
+        loomResult_t r = initRankNow(handle, nranks, commId, rank, timeoutSeconds);
         return r;
       });
       return loomSuccess;
     }
-    loomResult_t r = initRankNow(handle, nranks, commId, rank);
+    loomResult_t r = initRankNow(handle, nranks, commId, rank, timeoutSeconds);
     if (r != loomSuccess) {
       delete handle;
       return r;

@@ -82,13 +82,14 @@ loomResult_t loomAllToAll(const void* sendbuff, void* recvbuff, size_t count, lo
     if (s.isOk()) s = comm->impl->validateAllToAll(sendbuff, recvbuff, count, dtype);
     if (!s.isOk()) return loom::api::fail(comm, s);
     auto ops = comm->impl->allToAllOps(sendbuff, recvbuff, count, dtype);
+    const auto desc = loom::OpDescriptor::allToAll(count, dtype);  // for LOOM_CHECK and the flight recorder
     if (loom::api::inGroup()) {
-      loom::api::deferOrdered(comm, stream, [comm, ops = std::move(ops)](loom::Stream* st) mutable {
-        return comm->impl->enqueueP2PAsync(std::move(ops), st);
+      loom::api::deferOrdered(comm, stream, [comm, desc, ops = std::move(ops)](loom::Stream* st) mutable {
+        return comm->impl->enqueueP2PAsync(std::move(ops), st, &desc);
       });
       return loomSuccess;
     }
-    s = comm->impl->enqueueP2P(std::move(ops), implOf(stream));
+    s = comm->impl->enqueueP2P(std::move(ops), implOf(stream), &desc);
     return s.isOk() ? loomSuccess : loom::api::fail(comm, s);
   });
 }

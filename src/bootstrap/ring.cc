@@ -51,16 +51,24 @@ Result<Socket> connectRingPeer(const SockAddr& addr, int peerRank, const RingIde
 Result<Socket> acceptRingPeer(const Socket& listener, int expectedRank, const RingIdentity& self,
                               const WaitContext& wait, const Logger& log, double helloTimeoutSeconds) {
   const std::string expected = strprintf("rank %d (ring predecessor) to connect", expectedRank);
+  int dropped = 0;
+  std::string lastDrop;  // a corrupted hello from the real predecessor ends here: the timeout says so
   for (;;) {
     SockAddr peerAddr;
     Result<Socket> sock = acceptOne(listener, wait, expected, &peerAddr);
-    if (!sock.isOk()) return sock;
+    if (!sock.isOk()) {
+      if (dropped == 0 || sock.status().code() != Code::kTimeout) return sock;
+      return Status(Code::kTimeout, strprintf("%s; %d connection(s) dropped meanwhile, the last from %s",
+                                              sock.status().message().c_str(), dropped, lastDrop.c_str()));
+    }
     std::string peer = peerAddr.toString();
     std::string why = screenConnection(sock.value(), peer, expectedRank, self, wait, helloTimeoutSeconds);
     if (why.empty()) return sock;
     if (wait.aborted()) return makeError(Code::kRemoteError, "aborted while waiting for %s", expected.c_str());
     LOOM_WARN(log, kSubsysBootstrap, "bootstrap rank %d: dropping connection from %s: %s", self.rank,
               peer.c_str(), why.c_str());
+    ++dropped;
+    lastDrop = peer + ": " + why;
   }
 }
 

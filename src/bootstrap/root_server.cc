@@ -18,12 +18,18 @@
 namespace loom::bootstrap {
 namespace {
 
-// Bounds the descriptors strangers can make the root hold at once.
+// Bounds the descriptors strangers can make the root hold at once. When it
+// is reached the OLDEST pending connection is dropped: a real rank sends its
+// hello right after connecting, so it is never the oldest for long, while a
+// client that floods the port only evicts its own idle connections.
 constexpr size_t kMaxPendingConnections = 256;
 // Replies are a few bytes to a peer that is waiting for them.
 constexpr double kReplySeconds = 2.0;
 // How many missing ranks the timeout message lists by number.
 constexpr size_t kMaxListedRanks = 64;
+// Dropped strangers logged at WARN before the rest are only counted, so a
+// flood of connections cannot flood the log too.
+constexpr int kMaxWarnedDrops = 32;
 
 // A connection that has not yet presented a valid hello.
 struct Pending {
@@ -39,6 +45,7 @@ struct Member {
   Socket sock;
   SockAddr listenAddress;
   std::string peer;
+  std::string left;  // why an earlier connection of this rank was dropped, for reportMissing
 };
 
 class RootServer {
@@ -54,6 +61,10 @@ class RootServer {
   void handleHello(Pending& p);
   void admitOrReject(Pending& p, const Hello& hello);
   void reject(Pending& p, const std::string& message);
+  // Drops a connection that never authenticated: logs why (rate limited)
+  // and tells the peer in one non-blocking Error frame, so a real rank that
+  // was corrupted or runs another wire version learns what was wrong.
+  void dropStranger(Pending& p, const std::string& why);
   void dropLostMember(int rank);
   void sendTable();
   void reportMissing();
@@ -63,17 +74,25 @@ class RootServer {
   std::vector<Member> members_;  // indexed by rank once nranks_ is known
   int nranks_ = 0;               // set by the first accepted hello
   int arrived_ = 0;
+  int droppedStrangers_ = 0;
+  int evicted_ = 0;
 };
 
 void RootServer::run() {
-  while (!complete()) {
-    if (s_.deadline.expired()) {
-      reportMissing();
-      return;
-    }
-    pollOnce();
+  while (!complete() && !s_.deadline.expired()) pollOnce();
+  if (complete()) {
+    sendTable();
+  } else {
+    reportMissing();
   }
-  sendTable();
+  if (evicted_ > 1) {
+    LOOM_WARN(s_.log, kSubsysBootstrap, "bootstrap root at %s: evicted %d idle connections in all",
+              s_.addressText.c_str(), evicted_);
+  }
+  if (droppedStrangers_ > kMaxWarnedDrops) {
+    LOOM_WARN(s_.log, kSubsysBootstrap, "bootstrap root at %s: dropped %d connections without a valid hello in all",
+              s_.addressText.c_str(), droppedStrangers_);
+  }
 }
 
 void RootServer::pollOnce() {
@@ -105,10 +124,8 @@ void RootServer::pollOnce() {
   for (Pending& p : pending_) {
     if (fds[next++].revents != 0) readPending(p);
     if (!p.finished && p.helloDeadline.expired()) {
-      LOOM_WARN(s_.log, kSubsysBootstrap,
-                "bootstrap root at %s: dropping connection from %s: no hello with the job secret within %g s",
-                s_.addressText.c_str(), p.peer.c_str(), s_.helloTimeoutSeconds);
-      p.finished = true;
+      dropStranger(p, strprintf("no hello with the job secret within %g s (%zu of %zu bytes received)",
+                                s_.helloTimeoutSeconds, p.bytes.size(), kFrameHeaderBytes + kHelloBytes));
     }
   }
   for (int rank : memberRanks) {
@@ -131,10 +148,15 @@ void RootServer::acceptNew() {
     }
     if (!sock.value().valid()) return;
     if (pending_.size() >= kMaxPendingConnections) {
-      LOOM_WARN(s_.log, kSubsysBootstrap,
-                "bootstrap root at %s: dropping connection from %s: %zu connections already await their hello",
-                s_.addressText.c_str(), peer.toString().c_str(), pending_.size());
-      continue;
+      // Evictions come in floods: the first is logged, the rest counted.
+      Pending& oldest = pending_.front();
+      if (evicted_++ == 0) {
+        LOOM_WARN(s_.log, kSubsysBootstrap,
+                  "bootstrap root at %s: dropping connection from %s: it is the oldest of %zu connections awaiting "
+                  "their hello (further evictions are only counted)",
+                  s_.addressText.c_str(), oldest.peer.c_str(), pending_.size());
+      }
+      pending_.erase(pending_.begin());
     }
     Pending p;
     p.sock = std::move(sock.value());
@@ -154,9 +176,12 @@ void RootServer::readPending(Pending& p) {
   if (n <= 0) {
     p.bytes.resize(have);
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
-    LOOM_WARN(s_.log, kSubsysBootstrap,
-              "bootstrap root at %s: connection from %s closed before presenting the job secret",
-              s_.addressText.c_str(), p.peer.c_str());
+    if (++droppedStrangers_ <= kMaxWarnedDrops) {
+      LOOM_WARN(s_.log, kSubsysBootstrap,
+                "bootstrap root at %s: connection from %s closed after %zu of the hello's %zu bytes, before "
+                "presenting the job secret",
+                s_.addressText.c_str(), p.peer.c_str(), have, kFrameHeaderBytes + kHelloBytes);
+    }
     p.finished = true;
     return;
   }
@@ -168,11 +193,7 @@ void RootServer::readPending(Pending& p) {
                      ? makeError(Code::kInvalidArgument, "message type %u where a hello was expected",
                                  static_cast<unsigned>(h.value().type))
                      : Status::ok();
-    if (!bad.isOk()) {
-      LOOM_WARN(s_.log, kSubsysBootstrap, "bootstrap root at %s: dropping connection from %s: %s",
-                s_.addressText.c_str(), p.peer.c_str(), bad.message().c_str());
-      p.finished = true;
-    }
+    if (!bad.isOk()) dropStranger(p, "invalid hello frame: " + bad.message());
     return;
   }
   if (p.bytes.size() == kFrameHeaderBytes + kHelloBytes) handleHello(p);
@@ -182,17 +203,13 @@ void RootServer::handleHello(Pending& p) {
   p.finished = true;  // admitted, rejected or dropped: it leaves the pending list
   std::vector<uint8_t> payload(p.bytes.begin() + kFrameHeaderBytes, p.bytes.end());
   Result<Hello> hello = decodeHello(payload);
-  if (!hello.isOk()) {
-    LOOM_WARN(s_.log, kSubsysBootstrap, "bootstrap root at %s: dropping connection from %s: %s",
-              s_.addressText.c_str(), p.peer.c_str(), hello.status().message().c_str());
-    return;
-  }
+  if (!hello.isOk()) return dropStranger(p, hello.status().message());
   if (!secretsEqual(hello.value().secret, s_.secret)) {
-    // Not one of ours (another job, a stale rank, a scanner): tell it nothing.
-    LOOM_WARN(s_.log, kSubsysBootstrap,
-              "bootstrap root at %s: dropping connection from %s: it did not present this job's secret",
-              s_.addressText.c_str(), p.peer.c_str());
-    return;
+    // Not one of ours (another job, a stale rank, a scanner). Saying so
+    // reveals nothing: the secret is compared in constant time and the peer
+    // would see the connection close anyway.
+    return dropStranger(p, "it did not present this job's secret (a rank of another job, or a stale "
+                           "LOOM_JOB_SECRET?)");
   }
   admitOrReject(p, hello.value());
 }
@@ -200,10 +217,12 @@ void RootServer::handleHello(Pending& p) {
 void RootServer::admitOrReject(Pending& p, const Hello& hello) {
   const int rank = hello.rank;
   if (hello.nranks < 1 || hello.nranks > kMaxRanks) {
-    return reject(p, strprintf("bootstrap: nranks %d out of range [1, %d]", hello.nranks, kMaxRanks));
+    return reject(p, strprintf("bootstrap: the hello to the root at %s says nranks %d, out of range [1, %d]",
+                               s_.addressText.c_str(), hello.nranks, kMaxRanks));
   }
   if (rank < 0 || rank >= hello.nranks) {
-    return reject(p, strprintf("bootstrap: rank %d out of range [0, %d)", rank, hello.nranks));
+    return reject(p, strprintf("bootstrap: the hello to the root at %s says rank %d, out of range [0, %d)",
+                               s_.addressText.c_str(), rank, hello.nranks));
   }
   if (nranks_ != 0 && hello.nranks != nranks_) {
     return reject(p, strprintf("bootstrap: rank %d says nranks is %d but earlier ranks said %d (root at %s)",
@@ -227,6 +246,21 @@ void RootServer::admitOrReject(Pending& p, const Hello& hello) {
              s_.addressText.c_str(), rank, nranks_, p.peer.c_str(), arrived_);
 }
 
+void RootServer::dropStranger(Pending& p, const std::string& why) {
+  p.finished = true;
+  if (++droppedStrangers_ <= kMaxWarnedDrops) {
+    LOOM_WARN(s_.log, kSubsysBootstrap, "bootstrap root at %s: dropping connection from %s: %s%s",
+              s_.addressText.c_str(), p.peer.c_str(), why.c_str(),
+              droppedStrangers_ == kMaxWarnedDrops ? " (further drops are only counted)" : "");
+  }
+  std::string text = strprintf("bootstrap: the root at %s dropped the connection from %s: %s", s_.addressText.c_str(),
+                               p.peer.c_str(), why.c_str());
+  // One attempt, no waiting: the root serves everyone from this thread, and a
+  // few bytes always fit a fresh socket's buffer.
+  (void)sendFrame(p.sock.fd(), MsgType::kError, encodeRemoteError({Code::kRemoteError, text}),
+                  WaitContext{Deadline::after(0)}, "the drop notice sent to " + p.peer);
+}
+
 void RootServer::reject(Pending& p, const std::string& message) {
   LOOM_WARN(s_.log, kSubsysBootstrap, "bootstrap root at %s: rejecting %s: %s", s_.addressText.c_str(),
             p.peer.c_str(), message.c_str());
@@ -241,10 +275,16 @@ void RootServer::reject(Pending& p, const std::string& message) {
 // sent something it must not. Either way it no longer counts as present.
 void RootServer::dropLostMember(int rank) {
   Member& m = members_[static_cast<size_t>(rank)];
-  LOOM_WARN(s_.log, kSubsysBootstrap,
-            "bootstrap root at %s: rank %d (%s) closed its connection before the address table was sent",
-            s_.addressText.c_str(), rank, m.peer.c_str());
+  uint8_t byte = 0;
+  ssize_t n = ::recv(m.sock.fd(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;  // spurious wake-up
+  std::string why = n > 0 ? "sent data out of turn (it should wait for the address table)"
+                          : "closed its connection before the address table was sent";
+  LOOM_WARN(s_.log, kSubsysBootstrap, "bootstrap root at %s: rank %d (%s) %s; it no longer counts as present",
+            s_.addressText.c_str(), rank, m.peer.c_str(), why.c_str());
+  std::string left = strprintf("rank %d arrived from %s, then %s", rank, m.peer.c_str(), why.c_str());
   m = Member();
+  m.left = std::move(left);
   --arrived_;
 }
 
@@ -284,6 +324,14 @@ void RootServer::reportMissing() {
   std::string text = strprintf("bootstrap: %s %s of %d never reached the root at %s within %g s",
                                missing.size() == 1 ? "rank" : "ranks", list.c_str(), nranks_,
                                s_.addressText.c_str(), s_.timeoutSeconds);
+  // Ranks that did arrive and then left: say so, it changes what to debug.
+  int notes = 0;
+  for (int r : missing) {
+    const std::string& left = members_[static_cast<size_t>(r)].left;
+    if (left.empty() || notes == 4) continue;
+    text += (notes++ ? "; " : " (") + left;
+  }
+  if (notes) text += ")";
   LOOM_WARN(s_.log, kSubsysBootstrap, "%s", text.c_str());
   std::vector<uint8_t> payload = encodeRemoteError({Code::kTimeout, text});
   for (const Member& m : members_) {

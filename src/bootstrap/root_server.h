@@ -2,7 +2,11 @@
 //
 // One thread serves every connection with poll(): connections are admitted
 // only after presenting the job secret in a Hello within the hello timeout;
-// strangers are logged (LOOM_WARN, with their address) and closed. When all
+// strangers are logged (LOOM_WARN, with their address and what was wrong; the
+// first 32, then only counted), told why in one Error frame sent without
+// waiting, and closed. At most 256 connections may await their hello; beyond
+// that the oldest is evicted, so a flood of idle connections cannot lock the
+// real ranks out. Nothing a stranger sends can block the thread. When all
 // nranks ranks are present each gets the address table; when the deadline
 // passes first each present rank gets an error naming the missing ranks.
 // Either way the thread then closes everything and exits.

@@ -101,6 +101,12 @@ Result<SockAddr> readAddress(ByteReader& r) {
   if (!r.ok()) return makeError(Code::kInvalidArgument, "truncated address");
   if (port == 0) return makeError(Code::kInvalidArgument, "address with port 0");
   if (family == 4) {
+    // Strict: an IPv4 address leaves the rest of the field zero, so a flipped
+    // byte there is caught instead of silently ignored.
+    for (size_t i = 4; i < 16; ++i) {
+      if (raw[i] != 0) return makeError(Code::kInvalidArgument, "IPv4 address with nonzero padding byte %zu", i);
+    }
+    if (scope != 0) return makeError(Code::kInvalidArgument, "IPv4 address with IPv6 scope %u", scope);
     sockaddr_in in{};
     in.sin_family = AF_INET;
     in.sin_port = htons(port);
@@ -248,6 +254,10 @@ Result<RemoteError> decodeRemoteError(const std::vector<uint8_t>& payload) {
   e.code = code == static_cast<uint32_t>(Code::kTimeout) ? Code::kTimeout : Code::kRemoteError;
   e.text.resize(length);
   r.take(e.text.data(), length);
+  // The text ends up in logs and messages: no control characters from the wire.
+  for (char& c : e.text) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  }
   return e;
 }
 

@@ -12,8 +12,11 @@
 // Everything read from the wire is checked before use: magic and version,
 // known type, a per-type payload length limit (checked from the header,
 // before any payload is read or allocated), and every rank, count and address
-// inside. A violation is an error Status saying what was wrong; callers log it
-// (LOOM_WARN) and drop the connection.
+// inside (an IPv4 address must leave the rest of its field and the scope
+// zero, so no byte of a decoded message goes unchecked; error texts lose
+// their control characters). A violation is an error Status saying what was
+// wrong; callers log it (LOOM_WARN) and drop the connection. tests/fuzz
+// feeds arbitrary bytes to every decoder and to recvFrame.
 #pragma once
 
 #include <cstddef>

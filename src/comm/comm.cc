@@ -45,12 +45,16 @@ Communicator::~Communicator() {
 }
 
 Result<std::unique_ptr<Communicator>> Communicator::create(const bootstrap::UniqueId& id, int nranks,
-                                                           int rank) {
+                                                           int rank, double timeoutSeconds) {
   std::vector<std::string> warnings;
   Config config = Config::fromEnv(&warnings);
+  if (timeoutSeconds > 0) config.timeoutSeconds = timeoutSeconds;
   std::unique_ptr<Communicator> comm(new Communicator(std::move(config), rank, nranks, &warnings));
   for (const auto& w : warnings) LOOM_WARN(comm->log_, kSubsysEnv, "%s", w.c_str());
   LOOM_TRY(comm->connectPeers(id).withContext(strprintf("init of rank %d of %d: ", rank, nranks)));
+  comm->diag_ = std::make_unique<Diagnostics>(comm->config_, rank, nranks,
+                                              comm->peers_[static_cast<size_t>(rank)].hostName, comm->log_);
+  LOOM_TRY(comm->diag_->agreeOnCheck(*comm->bootstrap_, comm->makeWait()));
   comm->executor_ = std::make_unique<Executor>();
   if (rank == 0)
     LOOM_INFO(comm->log_, kSubsysInit, "Loom %d.%d.%d, reduction kernels: %s", LOOM_MAJOR,
@@ -65,6 +69,7 @@ WaitContext Communicator::makeWait() const {
   WaitContext wait;
   wait.deadline = Deadline::after(config_.timeoutSeconds);
   wait.abort = &abort_;
+  wait.health = health_;
   wait.spinMicros = config_.spinMicros;
   wait.yieldMicros = config_.yieldMicros;
   return wait;
@@ -125,6 +130,7 @@ Status Communicator::connectPeers(const bootstrap::UniqueId& id) {
     auto backend = transportRegistry()[t]->create();
     LOOM_TRY(backend->connect(setup, served[t]));
     for (int peer : served[t]) links_->set(peer, backend.get());
+    if (!served[t].empty() && backend->health()) health_ = backend->health();
     if (!served[t].empty()) inUse.push_back(backend.get());
     if (!served[t].empty())
       LOOM_INFO(log_, kSubsysTransport, "%s serves %zu peer(s)", backend->name(), served[t].size());
@@ -173,7 +179,7 @@ void Communicator::adaptWaitsToHost() {
             cores, config_.spinMicros, config_.yieldMicros);
 }
 
-Status Communicator::execute(const algo::CollArgs& args, const CompletionPtr& after) {
+Status Communicator::execute(const algo::CollArgs& args, const CompletionPtr& after, const OpTicket& ticket) {
   if (abort_.load()) return makeError(Code::kRemoteError, "communicator of rank %d was aborted", rank_);
   if (failed_.load()) return asyncError();
   WaitContext wait = makeWait();
@@ -214,6 +220,13 @@ Status Communicator::execute(const algo::CollArgs& args, const CompletionPtr& af
   LOOM_TRACE(log_, kSubsysColl, "%s %s/%s count %zu %s %s root %d", algo::collTypeName(args.type), algorithm.name,
              transport::protocolName(choice.proto), args.count, dataTypeName(args.dtype), redOpName(args.op),
              args.root);
+  diag_->chose(ticket, algorithm.name, transport::protocolName(choice.proto));
+  // LOOM_CHECK: a mismatch fails every rank with the same message, before any data moves.
+  if (Status check = diag_->beforeDataMovement(ticket, *links_, wait); !check.isOk()) {
+    recordError(check);
+    return check;
+  }
+  ctxs[static_cast<int>(choice.proto)].progress = diag_->progress();
   Status status = algorithm.run(args, ctxs[static_cast<int>(choice.proto)]);
   if (!status.isOk()) {
     status = status.withContext(strprintf("%s (%s/%s, count %zu, %s) on rank %d: ", algo::collTypeName(args.type),
@@ -244,7 +257,11 @@ void Communicator::recordError(const Status& status) {
 CompletionPtr Communicator::enqueueAsync(const algo::CollArgs& args, Stream* stream) {
   auto completion = std::make_shared<Completion>();
   CompletionPtr after = stream ? stream->push(completion) : nullptr;
-  executor_->submit({[this, args, after] { return execute(args, after); }, completion}, true);
+  const OpTicket ticket = diag_->enqueued(OpDescriptor::of(args));
+  executor_->submit(
+      {[this, args, after, ticket] { return diag_->run(ticket, [&] { return execute(args, after, ticket); }); },
+       completion},
+      true);
   return completion;
 }
 
@@ -254,9 +271,14 @@ Status Communicator::enqueue(const algo::CollArgs& args, Stream* stream) {
     return Status::ok();
   }
   Status status;
-  if (executor_->tryRunInline([&] { return execute(args, nullptr); }, &status)) return status;
+  const OpTicket ticket = diag_->enqueued(OpDescriptor::of(args));
+  auto run = [this, &args, &ticket] { return diag_->run(ticket, [&] { return execute(args, nullptr, ticket); }); };
+  if (executor_->tryRunInline(run, &status)) return status;
   auto completion = std::make_shared<Completion>();
-  executor_->submit({[this, args] { return execute(args, nullptr); }, completion}, false);
+  executor_->submit(
+      {[this, args, ticket] { return diag_->run(ticket, [&] { return execute(args, nullptr, ticket); }); },
+       completion},
+      false);
   executor_->runUntil(completion);
   return completion->status();
 }
@@ -274,6 +296,7 @@ void Communicator::abort() {
   }
   failed_.store(true);
   LOOM_INFO(log_, kSubsysInit, "comm %p rank %d aborted", static_cast<void*>(this), rank_);
+  if (diag_) diag_->onAbort();
 }
 
 void Communicator::flush() {

@@ -25,6 +25,7 @@
 #include "comm/algorithm_selection.h"
 #include "tuner/tuner.h"
 #include "comm/completion.h"
+#include "comm/diagnostics.h"
 #include "comm/executor.h"
 #include "common/config.h"
 #include "common/log.h"
@@ -37,8 +38,9 @@ class Stream;
 class Communicator {
  public:
   // Collective over all `nranks` ranks of the job named by `id`.
+  // timeoutSeconds > 0 replaces LOOM_TIMEOUT for this communicator (loomConfig_t).
   static Result<std::unique_ptr<Communicator>> create(const bootstrap::UniqueId& id, int nranks,
-                                                      int rank);
+                                                      int rank, double timeoutSeconds = 0);
   ~Communicator();
 
   int rank() const { return rank_; }
@@ -81,8 +83,11 @@ class Communicator {
   std::vector<algo::P2POp> allToAllOps(const void* sendbuf, void* recvbuf, size_t count, DataType dtype) const;
   // Queue one fused send/recv operation (ops in call order) or a barrier;
   // stream semantics as enqueue() and enqueueAsync().
-  Status enqueueP2P(std::vector<algo::P2POp> ops, Stream* stream);
-  CompletionPtr enqueueP2PAsync(std::vector<algo::P2POp> ops, Stream* stream);
+  // `collective`: what the ops implement (all-to-all: LOOM_CHECK compares it);
+  // null for plain send/recv.
+  Status enqueueP2P(std::vector<algo::P2POp> ops, Stream* stream, const OpDescriptor* collective = nullptr);
+  CompletionPtr enqueueP2PAsync(std::vector<algo::P2POp> ops, Stream* stream,
+                                const OpDescriptor* collective = nullptr);
   Status enqueueBarrier(Stream* stream);
   CompletionPtr enqueueBarrierAsync(Stream* stream);
   // MPI_Comm_split (loomCommSplit): collective over this communicator, after
@@ -92,9 +97,10 @@ class Communicator {
  private:
   // Work that runs on the executor like a collective, but is not one.
   using AlgoWork = std::function<Status(const algo::AlgoContext&)>;
-  Status enqueueWork(std::string what, AlgoWork work, Stream* stream);
-  CompletionPtr enqueueWorkAsync(std::string what, AlgoWork work, Stream* stream);
-  Status executeWork(const std::string& what, const AlgoWork& work, const CompletionPtr& after);
+  Status enqueueWork(std::string what, OpDescriptor op, AlgoWork work, Stream* stream);
+  CompletionPtr enqueueWorkAsync(std::string what, OpDescriptor op, AlgoWork work, Stream* stream);
+  Status executeWork(const std::string& what, const AlgoWork& work, const CompletionPtr& after,
+                     const OpTicket& ticket);
   algo::Links* p2pLinks() const;  // defined in comm.cc, where LinkTable is complete
   // ---- end of comm_p2p.cc ----
 
@@ -105,7 +111,7 @@ class Communicator {
   // notes whether all peers share this host.
   void connectProtocols(const std::vector<transport::Transport*>& inUse);
   void adaptWaitsToHost();
-  Status execute(const algo::CollArgs& args, const CompletionPtr& after);
+  Status execute(const algo::CollArgs& args, const CompletionPtr& after, const OpTicket& ticket);
   WaitContext makeWait() const;
   void recordError(const Status& status);
 
@@ -122,6 +128,9 @@ class Communicator {
   std::unique_ptr<bootstrap::Bootstrap> bootstrap_;
   std::vector<transport::PeerInfo> peers_;
   std::vector<std::unique_ptr<transport::Transport>> transports_;
+  // Liveness of the peers (from the shm transport): every wait fails as soon
+  // as a peer process dies, and a timeout names the peers that stalled.
+  PeerHealth* health_ = nullptr;
   std::unique_ptr<LinkTable> links_;  // Simple protocol (point-to-point uses these)
   // LL protocol links; null unless every transport in use supports LL.
   std::unique_ptr<LinkTable> llLinks_;
@@ -132,6 +141,8 @@ class Communicator {
   mutable std::mutex errorMu_;
   Status asyncError_;
   std::string lastError_;
+  // Flight recorder, LOOM_CHECK, LOOM_TRACE, LOOM_DUMP_ON_SIGNAL (comm/diagnostics.h).
+  std::unique_ptr<Diagnostics> diag_;
   std::unique_ptr<Executor> executor_;  // last: its worker uses everything above
 };
 

@@ -72,7 +72,8 @@ std::vector<algo::P2POp> Communicator::allToAllOps(const void* sendbuf, void* re
   return ops;
 }
 
-Status Communicator::executeWork(const std::string& what, const AlgoWork& work, const CompletionPtr& after) {
+Status Communicator::executeWork(const std::string& what, const AlgoWork& work, const CompletionPtr& after,
+                                 const OpTicket& ticket) {
   if (abort_.load()) return makeError(Code::kRemoteError, "communicator of rank %d was aborted", rank_);
   if (failed_.load()) return asyncError();
   WaitContext wait = makeWait();
@@ -91,6 +92,13 @@ Status Communicator::executeWork(const std::string& what, const AlgoWork& work, 
   // naming the collective before it.
   lastAlgorithm_.store(-1, std::memory_order_relaxed);
   LOOM_TRACE(log_, kSubsysColl, "%s", what.c_str());
+  diag_->chose(ticket, ticket.op.kind == OpKind::kBarrier ? "dissemination" : "p2p", "Simple");
+  // LOOM_CHECK (all-to-all, barrier): a mismatch fails every rank alike, before any data moves.
+  if (Status check = diag_->beforeDataMovement(ticket, *ctx.links, wait); !check.isOk()) {
+    recordError(check);
+    return check;
+  }
+  ctx.progress = diag_->progress();
   Status status = work(ctx);
   if (!status.isOk()) {
     status = status.withContext(what + " on rank " + std::to_string(rank_) + ": ");
@@ -99,24 +107,28 @@ Status Communicator::executeWork(const std::string& what, const AlgoWork& work, 
   return status;
 }
 
-CompletionPtr Communicator::enqueueWorkAsync(std::string what, AlgoWork work, Stream* stream) {
+CompletionPtr Communicator::enqueueWorkAsync(std::string what, OpDescriptor op, AlgoWork work, Stream* stream) {
   auto completion = std::make_shared<Completion>();
   CompletionPtr after = stream ? stream->push(completion) : nullptr;
-  executor_->submit({[this, what = std::move(what), work = std::move(work), after] {
-                       return executeWork(what, work, after);
+  const OpTicket ticket = diag_->enqueued(op, op.collective() ? std::string() : what);
+  executor_->submit({[this, what = std::move(what), work = std::move(work), after, ticket] {
+                       return diag_->run(ticket, [&] { return executeWork(what, work, after, ticket); });
                      },
                      completion},
                     true);
   return completion;
 }
 
-Status Communicator::enqueueWork(std::string what, AlgoWork work, Stream* stream) {
+Status Communicator::enqueueWork(std::string what, OpDescriptor op, AlgoWork work, Stream* stream) {
   if (stream) {
-    (void)enqueueWorkAsync(std::move(what), std::move(work), stream);
+    (void)enqueueWorkAsync(std::move(what), op, std::move(work), stream);
     return Status::ok();
   }
   auto completion = std::make_shared<Completion>();
-  executor_->submit({[this, what = std::move(what), work = std::move(work)] { return executeWork(what, work, nullptr); },
+  const OpTicket ticket = diag_->enqueued(op, op.collective() ? std::string() : what);
+  executor_->submit({[this, what = std::move(what), work = std::move(work), ticket] {
+                       return diag_->run(ticket, [&] { return executeWork(what, work, nullptr, ticket); });
+                     },
                      completion},
                     false);
   executor_->runUntil(completion);
@@ -132,26 +144,39 @@ std::string describeP2P(const std::vector<algo::P2POp>& ops) {
   return strprintf("fused send/recv of %zu operations", ops.size());
 }
 
+// What the flight recorder and LOOM_CHECK see of a fused operation.
+OpDescriptor p2pDescriptor(const std::vector<algo::P2POp>& ops, const OpDescriptor* collective) {
+  if (collective) return *collective;
+  uint64_t bytes = 0;
+  for (const auto& op : ops) bytes += op.bytes;
+  return OpDescriptor::sendRecv(bytes);
+}
+
 }  // namespace
 
-CompletionPtr Communicator::enqueueP2PAsync(std::vector<algo::P2POp> ops, Stream* stream) {
+CompletionPtr Communicator::enqueueP2PAsync(std::vector<algo::P2POp> ops, Stream* stream,
+                                            const OpDescriptor* collective) {
   std::string what = describeP2P(ops);
-  return enqueueWorkAsync(std::move(what),
+  const OpDescriptor op = p2pDescriptor(ops, collective);
+  return enqueueWorkAsync(std::move(what), op,
                           [ops = std::move(ops)](const algo::AlgoContext& ctx) { return algo::runP2P(ops, ctx); },
                           stream);
 }
 
-Status Communicator::enqueueP2P(std::vector<algo::P2POp> ops, Stream* stream) {
+Status Communicator::enqueueP2P(std::vector<algo::P2POp> ops, Stream* stream, const OpDescriptor* collective) {
   std::string what = describeP2P(ops);
-  return enqueueWork(std::move(what),
+  const OpDescriptor op = p2pDescriptor(ops, collective);
+  return enqueueWork(std::move(what), op,
                      [ops = std::move(ops)](const algo::AlgoContext& ctx) { return algo::runP2P(ops, ctx); }, stream);
 }
 
 CompletionPtr Communicator::enqueueBarrierAsync(Stream* stream) {
-  return enqueueWorkAsync("barrier", algo::disseminationBarrier, stream);
+  return enqueueWorkAsync("barrier", OpDescriptor::barrier(), algo::disseminationBarrier, stream);
 }
 
-Status Communicator::enqueueBarrier(Stream* stream) { return enqueueWork("barrier", algo::disseminationBarrier, stream); }
+Status Communicator::enqueueBarrier(Stream* stream) {
+  return enqueueWork("barrier", OpDescriptor::barrier(), algo::disseminationBarrier, stream);
+}
 
 Result<std::unique_ptr<Communicator>> Communicator::split(int color, int key) {
   const std::string where = strprintf("loomCommSplit on rank %d (color %d, key %d): ", rank_, color, key);

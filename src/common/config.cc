@@ -10,6 +10,8 @@ namespace {
 
 // Parses a size with an optional K/M/G suffix (powers of 1024).
 bool parseBytes(const char* text, size_t* out) {
+  // strtoull would accept "-1" (as 2^64-1) and leading blanks: digits only.
+  if (*text < '0' || *text > '9') return false;
   char* end = nullptr;
   errno = 0;
   unsigned long long v = std::strtoull(text, &end, 10);
@@ -19,6 +21,8 @@ bool parseBytes(const char* text, size_t* out) {
   else if (*end == 'M' || *end == 'm') mult = 1ull << 20, ++end;
   else if (*end == 'G' || *end == 'g') mult = 1ull << 30, ++end;
   if (*end != '\0') return false;
+  // A product that wraps could land in range ("17592186044417M" is 1M mod 2^64).
+  if (v > ~0ull / mult) return false;
   *out = static_cast<size_t>(v * mult);
   return true;
 }
@@ -46,6 +50,11 @@ const std::vector<KnobDoc>& configKnobs() {
       {"LOOM_PROTO", "", "protocols the tuner may pick: simple, ll; same syntax as LOOM_ALGO; empty lets Loom choose"},
       {"LOOM_TUNING_FILE", "", "text file of cost-model parameters (alpha, bandwidth or measured points per collective, algorithm, protocol, nranks; format in src/tuner/tuning_table.h; written by perf/tune.sh) read after the built-in defaults"},
       {"LOOM_DETERMINISTIC", "0", "1: all-reduce, reduce and reduce-scatter of floating-point data use the deterministic algorithm (identical results run to run), whatever LOOM_ALGO says"},
+      {"LOOM_CHECK", "0", "1: before moving data, every collective exchanges (sequence number, type, count, dtype, op, root) among all ranks and fails on every rank, naming each rank's call, if they differ; rank 0's setting applies to all"},
+      {"LOOM_FLIGHT_RECORDER_ENTRIES", "64", "operations each communicator keeps (state, progress, timestamps) for the dump on a timeout, loomCommAbort or LOOM_DUMP_ON_SIGNAL; 0 keeps none (0..1000000)"},
+      {"LOOM_DUMP_ON_SIGNAL", "", "signal (SIGUSR1, USR2, or a number) that makes every communicator dump its flight recorder to the log and LOOM_DUMP_DIR"},
+      {"LOOM_DUMP_DIR", "/tmp", "directory of flight-recorder dumps: loom-flight-<host>-<pid>-rank<R>.txt"},
+      {"LOOM_TRACE", "", "Chrome-trace JSON timeline of operations and their phases, one file per rank (%r: rank; else .rank<N> is inserted before the extension)"},
       {"LOOM_KERNEL_ISA", "best", "cap the reduction kernels' instruction set (portable, avx2, avx512); read once per process since it describes the CPU"},
       {"LOOM_BOOTSTRAP_ADDR", "127.0.0.1", "address the bootstrap root started by loomGetUniqueId listens on"},
       {"LOOM_DEBUG", "WARN", "log level: NONE, VERSION, WARN, INFO, TRACE"},
@@ -89,6 +98,17 @@ Config Config::fromEnv(std::vector<std::string>* warnings) {
     if (!parseInt(v, 0, 1, &on)) warn("LOOM_DETERMINISTIC", v, "expected 0 or 1");
     else c.deterministic = on == 1;
   }
+  if (const char* v = std::getenv("LOOM_CHECK"); v && *v) {
+    int on = 0;
+    if (!parseInt(v, 0, 1, &on)) warn("LOOM_CHECK", v, "expected 0 or 1");
+    else c.check = on == 1;
+  }
+  if (const char* v = std::getenv("LOOM_FLIGHT_RECORDER_ENTRIES"); v && *v)
+    if (!parseInt(v, 0, 1000000, &c.flightRecorderEntries))
+      warn("LOOM_FLIGHT_RECORDER_ENTRIES", v, "expected an integer in [0, 1000000]");
+  if (const char* v = std::getenv("LOOM_DUMP_ON_SIGNAL"); v && *v) c.dumpOnSignal = v;
+  if (const char* v = std::getenv("LOOM_DUMP_DIR"); v && *v) c.dumpDir = v;
+  if (const char* v = std::getenv("LOOM_TRACE"); v && *v) c.tracePath = v;
   c.log = LogSettings::fromEnv();
   return c;
 }

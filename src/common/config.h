@@ -24,6 +24,11 @@ struct Config {
   std::string proto;                   // LOOM_PROTO: protocols the tuner may pick (empty: all)
   std::string tuningFile;              // LOOM_TUNING_FILE: cost-model parameters (empty: built-in)
   bool deterministic = false;          // LOOM_DETERMINISTIC: run-to-run identical float reductions
+  bool check = false;                  // LOOM_CHECK: cross-check every collective's arguments across ranks
+  int flightRecorderEntries = 64;      // LOOM_FLIGHT_RECORDER_ENTRIES: operations kept for dumps (0: none)
+  std::string dumpOnSignal;            // LOOM_DUMP_ON_SIGNAL: signal that dumps the flight recorder (empty: none)
+  std::string dumpDir = "/tmp";        // LOOM_DUMP_DIR: directory of flight-recorder dump files
+  std::string tracePath;               // LOOM_TRACE: Chrome-trace JSON file per rank (empty: no trace)
   LogSettings log;                     // LOOM_DEBUG, LOOM_DEBUG_SUBSYS, LOOM_DEBUG_FILE
 
   // Reads every knob; values that do not parse keep their default and are

@@ -44,10 +44,27 @@ struct WaitSignal {
   void sleep(uint32_t expected, int timeoutMillis);
 };
 
+// The liveness of the other ranks of a communicator (transports/shm/
+// peer_monitor.h). A wait that has begun to sleep asks check() every round,
+// so a dead peer fails it well before the deadline; a wait that times out
+// asks describeStalls() which peers made no progress.
+class PeerHealth {
+ public:
+  // Not ok once a peer process died or another rank found one dead. Cheap:
+  // one shared-memory load, plus a few syscalls at most every few ms.
+  virtual Status check() = 0;
+  // "; rank 2 (host h, pid p) made no progress for 2.0 s (process stopped)", or "".
+  virtual std::string describeStalls() = 0;
+
+ protected:
+  ~PeerHealth() = default;
+};
+
 // What every blocking wait observes besides its own condition.
 struct WaitContext {
   Deadline deadline;
   const std::atomic<bool>* abort = nullptr;  // set by loomCommAbort / a failed peer
+  PeerHealth* health = nullptr;              // null: no peer-death detection
   int spinMicros = 5;     // busy polling first (a cache-line hand-off is ~50 ns)
   int yieldMicros = 200;  // then sched_yield, then futex sleep
 
@@ -92,7 +109,13 @@ Status waitUntil(Ready&& ready, WaitSignal* signal, const WaitContext& ctx, What
     uint32_t seen = signal ? signal->seq.load(std::memory_order_seq_cst) : 0;
     if (ready()) return Status::ok();
     if (ctx.aborted()) return {Code::kRemoteError, "aborted while waiting for " + what()};
-    if (ctx.deadline.expired()) return {Code::kTimeout, "timed out (LOOM_TIMEOUT) waiting for " + what()};
+    if (ctx.health) {
+      Status peers = ctx.health->check();
+      if (!peers.isOk()) return {peers.code(), peers.message() + " (noticed while waiting for " + what() + ")"};
+    }
+    if (ctx.deadline.expired())
+      return {Code::kTimeout, "timed out (LOOM_TIMEOUT) waiting for " + what() +
+                                  (ctx.health ? ctx.health->describeStalls() : std::string())};
     int ms = ctx.deadline.remainingMillis(signal ? 20 : 1);
     if (signal) {
       signal->sleepers.fetch_add(1, std::memory_order_seq_cst);

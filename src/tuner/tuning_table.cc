@@ -48,7 +48,15 @@ Status parseKey(const std::vector<std::string>& f, size_t at, bool exact, Tuning
                        "unknown collective '%s' (expected allreduce, broadcast, reduce, reducescatter, allgather or *)",
                        f[at].c_str());
   }
-  if (!wild(1)) key->algo = lowerCase(f[at + 1]);
+  if (!wild(1)) {
+    // Names are printed back by toText() and in log lines: printable only
+    // (a NUL would cut the name short there).
+    for (unsigned char c : f[at + 1])
+      if (c < 0x21 || c == 0x7f)
+        return makeError(Code::kInvalidArgument, "algorithm name in field %zu has a non-printable byte 0x%02x",
+                         at + 2, c);
+    key->algo = lowerCase(f[at + 1]);
+  }
   if (!wild(2)) {
     key->proto = parseProtoName(f[at + 2]);
     if (key->proto < 0)

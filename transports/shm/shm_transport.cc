@@ -10,9 +10,11 @@
 #include "bootstrap/bootstrap.h"
 #include "common/format.h"
 #include "transports/shm/shm_connection.h"
+#include "transports/shm/shm_header_check.h"
 #include "transports/shm/shm_layout.h"
 #include "transports/shm/shm_ll_connection.h"
 #include "transports/shm/shm_segment.h"
+#include "transports/shm/peer_monitor.h"
 
 namespace loom::transport::shm {
 namespace {
@@ -29,6 +31,7 @@ class ShmTransport final : public Transport {
   bool supports(Protocol proto) const override { return proto == Protocol::kSimple || proto == Protocol::kLL; }
   SendConnection& sendTo(int peer, Protocol proto) override;
   RecvConnection& recvFrom(int peer, Protocol proto) override;
+  PeerHealth* health() override { return connected_ ? monitor_.get() : nullptr; }
 
  private:
   Status validate(const SetupContext& ctx, const std::vector<int>& peers) const;
@@ -36,6 +39,7 @@ class ShmTransport final : public Transport {
   Status connectToPeer(const SetupContext& ctx, int peer);
   Status exchangeOutcome(const SetupContext& ctx, const Status& local, const char* step) const;
   void unlinkOwn();
+  std::vector<int> ranksOnThisHost(const SetupContext& ctx) const;
   static int protoIndex(Protocol proto) { return static_cast<int>(proto); }
   static bool validProto(Protocol proto) { return protoIndex(proto) >= 0 && protoIndex(proto) < kNumProtocols; }
   void clearConnections();
@@ -51,6 +55,7 @@ class ShmTransport final : public Transport {
   std::vector<std::unique_ptr<RecvConnection>> recv_[kNumProtocols];
   UnconnectedSend invalidSend_;
   UnconnectedRecv invalidRecv_;
+  std::unique_ptr<PeerMonitor> monitor_;  // null without shm peers
 };
 
 Status ShmTransport::validate(const SetupContext& ctx, const std::vector<int>& peers) const {
@@ -129,38 +134,19 @@ Status ShmTransport::connectToPeer(const SetupContext& ctx, int peer) {
   if (!headerMap.isOk()) return headerMap.status();
   SegmentHeader header;
   std::memcpy(&header, headerMap->data(), sizeof header);
-  LOOM_ENFORCE(header.magic == kSegmentMagic && header.version == kLayoutVersion && header.ownerRank == peer,
-               Code::kSystemError, "shm: segment %s does not hold a Loom v%u segment of peer rank %d",
-               where.path().c_str(), kLayoutVersion, peer);
-  LOOM_ENFORCE(header.slots == static_cast<uint32_t>(cfg.fifoSlots) && header.chunkBytes == cfg.chunkBytes,
-               Code::kInvalidUsage,
-               "shm: peer rank %d uses %u slots of %llu bytes, rank %d uses %d of %zu "
-               "(LOOM_SHM_SLOTS and LOOM_CHUNK_SIZE must match on every rank)",
-               peer, header.slots, static_cast<unsigned long long>(header.chunkBytes), ctx.rank, cfg.fifoSlots,
-               cfg.chunkBytes);
-  SegmentGeometry g = SegmentGeometry::compute(header.fifoCount, header.slots, header.chunkBytes);
-  LOOM_ENFORCE(g.headerBytes == header.headerBytes && g.totalBytes == header.totalBytes &&
-                   g.fifoBytes == header.fifoBytes && g.llSlots == header.llSlots &&
-                   g.llChunkBytes == header.llChunkBytes && g.llSlotStride == header.llSlotStride &&
-                   g.llOffset == header.llOffset && g.totalBytes <= fileBytes,
-               Code::kSystemError, "shm: segment %s of peer rank %d has an inconsistent size", where.path().c_str(),
-               peer);
+  const PeerSegmentExpectation expect{
+      peer, ctx.rank, ctx.nranks, static_cast<uint32_t>(cfg.fifoSlots), cfg.chunkBytes, fileBytes, where.path()};
+  Result<SegmentGeometry> geometry = checkSegmentHeader(header, expect);
+  if (!geometry.isOk()) return geometry.status();
+  const SegmentGeometry g = geometry.value();
   if (g.headerBytes > kPageBytes) {
     headerMap = mapRange(fd->get(), 0, g.headerBytes, false, where, peer);
     if (!headerMap.isOk()) return headerMap.status();
   }
   const auto* entries = reinterpret_cast<const SegmentHeader*>(headerMap->data())->entries();
-  const FifoEntry* mine = std::find_if(entries, entries + header.fifoCount,
-                                       [&](const FifoEntry& e) { return e.senderRank == ctx.rank; });
-  LOOM_ENFORCE(mine != entries + header.fifoCount, Code::kInvalidUsage,
-               "shm: peer rank %d does not expect chunks from rank %d (the shm peer lists are not symmetric)", peer,
-               ctx.rank);
-  // A bad offset would map past the file, which faults (SIGBUS) on first use.
-  LOOM_ENFORCE(mine->offset % kPageBytes == 0 && mine->offset >= g.headerBytes &&
-                   mine->offset + g.fifoBytes <= g.totalBytes,
-               Code::kSystemError, "shm: segment %s of peer rank %d places the FIFO for rank %d outside the segment",
-               where.path().c_str(), peer, ctx.rank);
-  Result<Mapping> fifoMap = mapRange(fd->get(), mine->offset, g.fifoBytes, true, where, peer);
+  Result<uint64_t> fifoOffset = findFifoOffset(entries, header.fifoCount, g, expect);
+  if (!fifoOffset.isOk()) return fifoOffset.status();
+  Result<Mapping> fifoMap = mapRange(fd->get(), fifoOffset.value(), g.fifoBytes, true, where, peer);
   if (!fifoMap.isOk()) return fifoMap.status();
   std::byte* base = fifoMap->data();
   FifoView view{reinterpret_cast<FifoControl*>(base), base + kPageBytes, g.slots, g.slotStride, g.chunkBytes};
@@ -187,6 +173,20 @@ Status ShmTransport::exchangeOutcome(const SetupContext& ctx, const Status& loca
   return makeError(Code::kRemoteError, "shm: %s failed on rank(s) %s (see their error)", step, who.c_str());
 }
 
+// The ranks whose liveness this rank watches: every rank of its host (by the
+// peer table, so all of them agree on the list even when the shm peer lists
+// are sparse), this rank included, sorted.
+std::vector<int> ShmTransport::ranksOnThisHost(const SetupContext& ctx) const {
+  std::vector<int> local;
+  if (ctx.peers && static_cast<int>(ctx.peers->size()) == ctx.nranks) {
+    const uint64_t host = (*ctx.peers)[static_cast<size_t>(ctx.rank)].hostHash;
+    for (int r = 0; r < ctx.nranks; ++r)
+      if ((*ctx.peers)[static_cast<size_t>(r)].hostHash == host) local.push_back(r);
+    return local;
+  }
+  return {};  // no peer table (pid, host name): nothing to watch
+}
+
 Status ShmTransport::connect(const SetupContext& ctx, const std::vector<int>& peers) {
   // Errors that make the outcome exchange itself impossible (or that no peer
   // shares): fail locally, leaving any existing connection intact.
@@ -208,6 +208,11 @@ Status ShmTransport::connect(const SetupContext& ctx, const std::vector<int>& pe
       recv_[p].resize(ctx.nranks);
     }
     if (!peers_.empty()) status = createOwnSegment(ctx);
+    std::vector<int> local = ranksOnThisHost(ctx);
+    if (status.isOk() && local.size() > 1) {
+      monitor_ = std::make_unique<PeerMonitor>(ctx, std::move(local));
+      if (monitor_->isOwner()) status = monitor_->createBoard();
+    }
   }
   status = exchangeOutcome(ctx, status, "creating shared-memory segments");
   if (status.isOk()) {
@@ -215,11 +220,14 @@ Status ShmTransport::connect(const SetupContext& ctx, const std::vector<int>& pe
       status = connectToPeer(ctx, peer);
       if (!status.isOk()) break;
     }
+    if (status.isOk() && monitor_) status = monitor_->attach();
     status = exchangeOutcome(ctx, status, "mapping peers' shared-memory segments");
   }
   // Every peer has mapped its FIFO (or setup failed): the name is no longer needed.
   unlinkOwn();
+  if (monitor_) monitor_->unlinkBoard();
   if (!status.isOk()) {
+    monitor_.reset();
     clearConnections();
     peerMappings_.clear();
     ownMapping_.reset();

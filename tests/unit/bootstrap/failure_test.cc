@@ -43,12 +43,17 @@ Socket rawConnect(const UniqueId& id) {
   return s.isOk() ? std::move(s.value()) : Socket();
 }
 
-// Waits for the root to close `s`; returns the seconds it took, or -1.
+// Waits for the root to close `s` (reading past the drop notice it may send
+// first); returns the seconds it took, or -1.
 double secondsUntilClosed(const Socket& s, double limit) {
   auto start = Clock::now();
-  uint8_t byte;
-  Status st = recvAll(s.fd(), &byte, 1, WaitContext{Deadline::after(limit)}, "the root closing");
-  return st.code() == Code::kRemoteError && contains(st.message(), "closed") ? secondsSince(start) : -1;
+  WaitContext wait{Deadline::after(limit)};
+  for (int bytes = 0; bytes < 65536; ++bytes) {
+    uint8_t byte;
+    Status st = recvAll(s.fd(), &byte, 1, wait, "the root closing");
+    if (!st.isOk()) return st.code() == Code::kRemoteError && contains(st.message(), "closed") ? secondsSince(start) : -1;
+  }
+  return -1;
 }
 
 std::string rootText(const UniqueId& id) { return id.rootHost + ":" + std::to_string(id.rootPort); }

@@ -1,0 +1,98 @@
+// The flight recorder: the last N operations of one communicator (NCCL's and
+// PyTorch's "flight recorder"), kept in a ring so that when something hangs
+// or fails the dump shows which operation each rank is in and how far it got.
+//
+// Per entry: local operation number, collective sequence number (the one
+// LOOM_CHECK compares), what was called, algorithm/protocol, peers, chunks
+// moved, enqueue/start/end times and state. Cost per operation: two or three
+// uncontended mutex sections and clock reads; the per-chunk progress counter
+// is one relaxed atomic store by the thread running the operation.
+//
+// Threading: enqueued() runs on the calling thread, started()/chose()/
+// finished() on whichever thread runs the operation (one at a time), and
+// snapshot()/format() on any thread (a dump).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "comm/op_descriptor.h"
+#include "common/status.h"
+
+namespace loom {
+
+enum class OpState : uint8_t { kQueued, kRunning, kDone, kFailed };
+const char* opStateName(OpState state);
+// Where a running operation is: choosing its algorithm, in LOOM_CHECK's
+// exchange, or moving data.
+enum class OpPhase : uint8_t { kSetup, kDesyncCheck, kDataMovement };
+const char* opPhaseName(OpPhase phase);
+
+// Nanoseconds of the steady (CLOCK_MONOTONIC) clock, comparable across the
+// processes of one host.
+int64_t monotonicNanos();
+
+struct FlightEntry {
+  uint64_t id = 0;   // operation number on this communicator (every kind)
+  int64_t seq = -1;  // collective sequence number, -1 for send/recv
+  OpDescriptor op;
+  std::string algorithm;  // "ring/Simple"; empty until chosen
+  std::string peers;      // "all 4 ranks" or the send/recv description
+  OpState state = OpState::kQueued;
+  OpPhase phase = OpPhase::kSetup;  // last phase reached
+  uint64_t progress = 0;  // chunks moved so far
+  int64_t enqueueNs = 0, startNs = 0, endNs = 0;  // monotonicNanos(); 0: not yet
+  std::string error;      // first line of the failure, if any
+};
+
+// What identifies an operation between its enqueue and its run.
+struct OpTicket {
+  uint64_t id = 0;
+  int64_t seq = -1;
+  OpDescriptor op;
+  int64_t enqueueNs = 0;  // monotonicNanos() when recorded or traced, else 0
+};
+
+class FlightRecorder {
+ public:
+  // capacity 0 keeps no entries (numbering still works).
+  explicit FlightRecorder(size_t capacity);
+
+  // `nowNs`: monotonicNanos() of the enqueue (0 when nothing records time).
+  OpTicket enqueued(const OpDescriptor& op, std::string peers, int64_t nowNs);
+  void started(uint64_t id);
+  void chose(uint64_t id, const char* algorithm, const char* protocol);
+  void finished(uint64_t id, const Status& status);
+
+  // The running operation's phase: one relaxed store, read by dumps.
+  void setPhase(OpPhase phase) { phase_.store(static_cast<uint8_t>(phase), std::memory_order_relaxed); }
+  // Bumped once per chunk by the running operation (AlgoContext::progress).
+  std::atomic<uint64_t>* progressCounter() { return &progress_; }
+
+  // Oldest first; the running entry carries the live progress count.
+  std::vector<FlightEntry> snapshot() const;
+  size_t capacity() const { return entries_.size(); }
+  uint64_t operations() const;
+
+ private:
+  FlightEntry* find(uint64_t id);  // null if not kept (ring wrapped); needs mu_
+
+  mutable std::mutex mu_;
+  std::vector<FlightEntry> entries_;  // entries_[id % capacity]
+  uint64_t nextId_ = 0;
+  int64_t nextSeq_ = 0;
+  uint64_t runningId_ = UINT64_MAX;
+  std::atomic<uint64_t> progress_{0};
+  std::atomic<uint8_t> phase_{0};
+};
+
+// The dump: a header line, then one line per entry, then which operation the
+// rank is in ("stuck in" when one is running). `originNs` is subtracted from
+// every time.
+std::string formatFlightRecord(const std::vector<FlightEntry>& entries, const std::string& header,
+                               int64_t originNs, int64_t nowNs);
+
+}  // namespace loom
