@@ -19,6 +19,7 @@ constexpr std::string_view kRankVariables[] = {
     "GROUP_RANK",    "GROUP_WORLD_SIZE", "ROLE_RANK",           "ROLE_WORLD_SIZE",
     "ROLE_NAME",     "MASTER_ADDR",     "MASTER_PORT",          kSecretVariable,
     "TORCHELASTIC_RESTART_COUNT",       "TORCHELASTIC_MAX_RESTARTS", "TORCHELASTIC_RUN_ID",
+    kRestartCountVariable,
 };
 
 bool isRankVariable(std::string_view entry) {
@@ -153,8 +154,9 @@ std::vector<std::string> rankEnvironment(const char* const* baseEnv, const Launc
   set("MASTER_ADDR", job.masterAddr);
   set("MASTER_PORT", std::to_string(job.masterPort));
   set(kSecretVariable, job.secret);
-  set("TORCHELASTIC_RESTART_COUNT", "0");
-  set("TORCHELASTIC_MAX_RESTARTS", "0");
+  set("TORCHELASTIC_RESTART_COUNT", std::to_string(job.restartCount));
+  set("TORCHELASTIC_MAX_RESTARTS", std::to_string(opts.maxRestarts));
+  set(kRestartCountVariable, std::to_string(job.restartCount));
   set("TORCHELASTIC_RUN_ID", job.runId);
   return env;
 }

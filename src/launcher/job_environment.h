@@ -14,6 +14,8 @@ namespace loom::launcher {
 
 inline constexpr const char* kSecretVariable = "LOOM_JOB_SECRET";
 inline constexpr size_t kSecretHexDigits = 32;
+// The attempt number under --max-restarts (0 first), as TORCHELASTIC_RESTART_COUNT.
+inline constexpr const char* kRestartCountVariable = "LOOM_RESTART_COUNT";
 
 // Values shared by every rank of the job (on this node and, for a multi-node
 // job, on the others when they are given the same options and secret).
@@ -22,9 +24,11 @@ struct JobSettings {
   int masterPort = 0;
   std::string secret;  // kSecretHexDigits hex digits
   std::string runId;   // TORCHELASTIC_RUN_ID
+  int restartCount = 0;  // attempt number under --max-restarts, 0 first
 };
 
-// Fills JobSettings from the options and the launcher's own environment:
+// Fills JobSettings from the options and the launcher's own environment
+// (called again for every restart, so each attempt gets a fresh rendezvous):
 //  - MASTER_PORT: --master-port, else a free port on MASTER_ADDR (single node);
 //  - LOOM_JOB_SECRET: inherited when set (must be 32 hex digits), else random
 //    for a single node; a multi-node job without one is an error, since the

@@ -78,6 +78,13 @@ Status applyKillTimeout(LaunchOptions& opts, std::string_view name, std::string_
   return Status::ok();
 }
 
+Status applyMaxRestarts(LaunchOptions& opts, std::string_view name, std::string_view value) {
+  Result<long> n = parseInteger(name, value, 0, kMaxRestarts);
+  if (!n.isOk()) return n.status();
+  opts.maxRestarts = static_cast<int>(n.value());
+  return Status::ok();
+}
+
 Status applyTag(LaunchOptions& opts, std::string_view, std::string_view) {
   opts.tagOutput = true;
   return Status::ok();
@@ -101,6 +108,7 @@ constexpr OptionSpec kOptions[] = {
     {{"--master-addr", "--master_addr"}, true, applyMasterAddr},
     {{"--master-port", "--master_port"}, true, applyMasterPort},
     {{"--kill-timeout"}, true, applyKillTimeout},
+    {{"--max-restarts", "--max_restarts"}, true, applyMaxRestarts},
     {{"--tag-output"}, false, applyTag},
     {{"--no-tag-output"}, false, applyNoTag},
     {{"-h", "--help"}, false, applyHelp},
@@ -203,14 +211,20 @@ Options:
   --no-tag-output          pass the ranks' output through unchanged
   --kill-timeout S         seconds between SIGTERM and SIGKILL when stopping
                            ranks (default 5)
+  --max-restarts N         when a rank fails, stop all ranks and start them
+                           all again, up to N times (default 0), with a fresh
+                           rendezvous; ranks see the attempt number (0 first)
+                           in LOOM_RESTART_COUNT and TORCHELASTIC_RESTART_COUNT.
+                           A signal to loomrun stops the job without restart.
   -h, --help               print this help
 
 Every node of a multi-node job must run loomrun with the same
 LOOM_JOB_SECRET (32 hex digits) in its environment; a single-node job
 generates one when it is unset.
 
-Exit status: 0 when all ranks succeed, the first failing rank's status
-otherwise, 2 for bad options, 127 when PROG cannot be executed.
+Exit status: 0 when all ranks succeed (in the last attempt), the first
+failing rank's status otherwise, 2 for bad options, 127 when PROG cannot be
+executed (never restarted).
 )";
 }
 

@@ -2,7 +2,8 @@
 // local rank (like torchrun / mpirun for a single node, or one node of many).
 //
 //   loomrun -n N [--nnodes K --node-rank R --master-addr A --master-port P]
-//           [--tag-output|--no-tag-output] [--kill-timeout S] [--] PROG ARGS...
+//           [--tag-output|--no-tag-output] [--kill-timeout S] [--max-restarts N]
+//           [--] PROG ARGS...
 //
 // Parsing stops at PROG: everything after it belongs to the program, so
 // `loomrun -n 2 prog -n 5` passes `-n 5` to prog.
@@ -23,6 +24,7 @@ inline constexpr int kExitCannotExecute = 127;  // PROG missing or not executabl
 // Bounds that keep the arithmetic (and the number of pipes) sane.
 inline constexpr int kMaxLocalRanks = 1024;
 inline constexpr int kMaxNodes = 1 << 20;
+inline constexpr int kMaxRestarts = 1000000;
 
 struct LaunchOptions {
   bool showHelp = false;
@@ -34,6 +36,9 @@ struct LaunchOptions {
   // Unset: tag when the job has more than one rank in total.
   std::optional<bool> tagOutput;
   double killTimeoutSeconds = 5.0;  // SIGTERM -> SIGKILL grace period
+  // --max-restarts: how often all ranks are started again after a rank
+  // failed (torchrun's --max-restarts); 0 runs the job once.
+  int maxRestarts = 0;
   std::vector<std::string> command;  // PROG and its arguments
 
   int worldSize() const { return nodes * localRanks; }

@@ -138,6 +138,7 @@ void Supervisor::onRankExit(const Rank& rank, int code, int status) {
   // Ranks dying while loomrun stops the job are consequences, not causes.
   if (!failed || phase_ != Phase::kRunning) return;
   failureStatus_ = code == CLD_EXITED ? status : 128 + status;
+  rankFailed_ = true;
   int others = runningRanks();
   std::string stopping =
       others > 0 ? strprintf("; stopping the other %d rank%s", others, plural(others)) : "";

@@ -16,6 +16,10 @@
 // signal the group. At the end every group gets SIGKILL and every rank is
 // reaped: no orphans, no zombies.
 //
+// One Supervisor runs one attempt of the job; under --max-restarts main.cc
+// runs a fresh one (fresh rendezvous) while restartable() says the attempt
+// ended because a rank failed, not because loomrun was signalled.
+//
 // Exit status: the first failing rank's status (128+signal for a signal
 // death), 127 when PROG could not be executed, 128+signal when loomrun itself
 // was signalled, otherwise 0.
@@ -47,6 +51,11 @@ class Supervisor {
 
   // Runs the whole job and returns loomrun's exit status.
   int run();
+
+  // After run(): true when the attempt ended because a rank failed while
+  // the job was running and loomrun itself got no stop signal. A program
+  // that could not be started (127) is not restartable: it would fail again.
+  bool restartable() const { return rankFailed_ && !receivedSignal_; }
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -86,6 +95,7 @@ class Supervisor {
   std::optional<Clock::time_point> deadline_;  // of the current phase
   std::optional<int> failureStatus_;  // the first failure decides the exit status
   std::optional<int> receivedSignal_;
+  bool rankFailed_ = false;  // a started rank failed while running
   bool gaveUp_ = false;  // the killing grace ran out with pipes still open
 };
 
