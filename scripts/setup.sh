@@ -11,6 +11,7 @@ packages=(
   python3 procps iproute2
   libopenblas-dev zlib1g-dev       # training layer: BLAS for the model stack, gzip for IDX files
   dataset-fashion-mnist           # the training demo's data (/usr/share/datasets/fashion-mnist)
+  python3-torch libtorch-dev pybind11-dev   # bindings/torch: the torch.distributed backend "loom"
 )
 
 missing=()
