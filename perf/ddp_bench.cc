@@ -14,6 +14,8 @@
 // turn, after --warmup untimed rounds.
 #include <cblas.h>
 
+#include "ddp/blas_runtime.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -157,8 +159,10 @@ class Runner {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // One BLAS thread per rank (each has about one core), and OpenBLAS's fast
+  // kernels where it misdetects the CPU (ddp/blas_runtime.h).
+  loom::ddp::configureBlasForRanks(argv);
   const Options o = parse(argc, argv);
-  openblas_set_num_threads(1);  // each rank has about one core; BLAS threads would fight the other ranks
   loomUniqueId id;
   int rank = 0, nranks = 1;
   if (loomGetUniqueIdFromEnv(&id, &rank, &nranks) != loomSuccess) {

@@ -1,8 +1,35 @@
 #!/usr/bin/env bash
-# The whole test suite on a fresh machine: set up, build, run every ctest test.
-set -euo pipefail
+# The whole test suite on a fresh machine: set up, build, run every ctest
+# test, then the reliability jobs: the parsers' fuzzers for a bounded time
+# (scripts/run_fuzz.sh, clang) and the suite under sanitizers
+# (scripts/run_sanitizers.sh: ASan+UBSan, TSan). Every job runs even if an
+# earlier one failed; the exit status is non-zero if any failed.
+#   LOOM_SKIP_FUZZ=1 / LOOM_SKIP_SANITIZERS=1 leave those jobs out.
+set -uo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/build.sh
+bash scripts/build.sh || exit 1
 BUILD_DIR=${LOOM_BUILD_DIR:-build}
-cd "$BUILD_DIR"
-ctest --output-on-failure -j "${LOOM_TEST_JOBS:-2}" --timeout 900
+
+failed=()
+run_job() {
+  local name=$1
+  shift
+  local start=$SECONDS
+  echo "== $name"
+  if "$@"; then
+    echo "== $name: passed in $((SECONDS - start)) s"
+  else
+    echo "== $name: FAILED after $((SECONDS - start)) s"
+    failed+=("$name")
+  fi
+}
+
+run_job ctest bash -c "cd '$BUILD_DIR' && ctest --output-on-failure -j '${LOOM_TEST_JOBS:-2}' --timeout 900"
+[[ ${LOOM_SKIP_FUZZ:-0} == 1 ]] || run_job fuzz bash scripts/run_fuzz.sh "${LOOM_FUZZ_SECONDS:-12}"
+[[ ${LOOM_SKIP_SANITIZERS:-0} == 1 ]] || LOOM_SKIP_SETUP=1 run_job sanitizers bash scripts/run_sanitizers.sh all
+
+if ((${#failed[@]})); then
+  echo "FAILED: ${failed[*]}"
+  exit 1
+fi
+echo "all test jobs passed"

@@ -9,6 +9,7 @@ packages=(
   libopenmpi-dev openmpi-bin      # optional baseline for perf/compare_mpi.sh
   gnuplot-nox                     # optional: the PNGs of perf/sweep_algorithms.sh
   python3 procps iproute2
+  libhwloc-dev                    # topology (src/topology): cores, NUMA nodes, caches, NICs, GPUs
   libopenblas-dev zlib1g-dev       # training layer: BLAS for the model stack, gzip for IDX files
   dataset-fashion-mnist           # the training demo's data (/usr/share/datasets/fashion-mnist)
   python3-torch libtorch-dev pybind11-dev   # bindings/torch: the torch.distributed backend "loom"

@@ -126,7 +126,11 @@ loomResult_t loomCommInitAll(loomComm_t* comms, int ndev, const int* devlist);
 /* Waits for outstanding work, then frees the communicator. */
 loomResult_t loomCommDestroy(loomComm_t comm);
 /* Stops outstanding work at once (waits return loomRemoteError/aborted) and
- * frees the communicator without blocking on peers. */
+ * frees the communicator without blocking on peers. May be called from
+ * another thread to unblock a call in progress on comm: that call returns
+ * loomRemoteError saying so, and the communicator is freed when it returns.
+ * Afterwards calls on comm fail with loomInvalidUsage ("was aborted"); a
+ * repeated loomCommAbort and loomCommDestroy return loomSuccess at once. */
 loomResult_t loomCommAbort(loomComm_t comm);
 /* The first error of asynchronous work on comm, or loomInProgress/loomSuccess. */
 loomResult_t loomCommGetAsyncError(loomComm_t comm, loomResult_t* asyncError);

@@ -11,22 +11,23 @@ using loom::algo::CollType;
 namespace {
 
 loomResult_t submit(const char* call, loomComm_t comm, loomStream_t stream, const CollArgs& args) {
+  // Held to the end of the call: a concurrent loomCommAbort cannot free comm under us.
+  loom::api::CommRef ref{comm, call};
+  if (!ref) return loom::api::fail(nullptr, ref.status());
   try {
-    Status s = loom::api::checkComm(comm, call);
-    if (!s.isOk()) return loom::api::fail(nullptr, s);
     if (stream && !loom::api::isLiveStream(stream))
-      return loom::api::fail(comm, loom::makeError(Code::kInvalidArgument, "%s on rank %d: stream %p is not a live stream",
-                                                   call, comm->impl->rank(), static_cast<void*>(stream)));
-    s = comm->impl->validate(args);
-    if (!s.isOk()) return loom::api::fail(comm, s);
+      return loom::api::fail(ref, loom::makeError(Code::kInvalidArgument, "%s on rank %d: stream %p is not a live stream",
+                                                  call, comm->impl->rank(), static_cast<void*>(stream)));
+    Status s = comm->impl->validate(args);
+    if (!s.isOk()) return loom::api::fail(ref, s);
     if (loom::api::inGroup()) {
       loom::api::deferCollective(comm, args, stream);
       return loomSuccess;
     }
     s = comm->impl->enqueue(args, stream ? &stream->impl : nullptr);
-    return s.isOk() ? loomSuccess : loom::api::fail(comm, s);
+    return s.isOk() ? loomSuccess : loom::api::fail(ref, s);
   } catch (const std::exception& e) {
-    return loom::api::fail(comm, loom::makeError(Code::kInternalError, "%s: unexpected exception: %s", call, e.what()));
+    return loom::api::fail(ref, loom::makeError(Code::kInternalError, "%s: unexpected exception: %s", call, e.what()));
   }
 }
 

@@ -73,8 +73,8 @@ const char* loomGetErrorString(loomResult_t result) {
 
 const char* loomGetLastError(loomComm_t comm) {
   thread_local std::string copy;
-  if (comm && loom::api::isLiveComm(comm)) {
-    copy = comm->impl->lastError();
+  if (loom::api::CommRef ref{comm, "loomGetLastError"}) {
+    copy = ref->impl->lastError();
     return copy.c_str();
   }
   return loom::api::lastErrorOfThread();
@@ -222,52 +222,74 @@ loomResult_t loomCommInitAll(loomComm_t* comms, int ndev, const int* devlist) {
 
 loomResult_t loomCommDestroy(loomComm_t comm) {
   return guarded(nullptr, [&]() -> loomResult_t {
-    Status s = loom::api::checkComm(comm, "loomCommDestroy");
-    if (!s.isOk()) return fail(nullptr, s);
+    // After loomCommAbort the handle is retired (maybe already freed): there
+    // is nothing left to wait for or free, so destroy just forgets it.
+    if (comm && loom::api::forgetAborted(comm)) return loomSuccess;
+    loom::api::CommRef ref{comm, "loomCommDestroy"};
+    if (!ref) return fail(nullptr, ref.status());
     if (loom::api::hasDeferredWork(comm))
-      return fail(comm, loom::makeError(Code::kInvalidUsage,
-                                        "loomCommDestroy: rank %d has collectives pending in an open group",
-                                        comm->impl->rank()));
-    loom::api::unregisterComm(comm);
-    comm->impl->flush();
-    delete comm;
+      return fail(ref, loom::makeError(Code::kInvalidUsage,
+                                       "loomCommDestroy: rank %d has collectives pending in an open group",
+                                       ref->impl->rank()));
+    // Queued work first, while the handle is still live: a loomCommAbort from
+    // another thread can then still stop work that waits for a dead peer.
+    ref->impl->flush();
+    if (!loom::api::retireComm(comm, loom::api::Retire::kDestroy)) {
+      // Aborted (or destroyed) by another thread while we flushed.
+      if (loom::api::forgetAborted(comm)) return loomSuccess;
+      return fail(nullptr, loom::makeError(Code::kInvalidUsage,
+                                           "loomCommDestroy: comm %p was destroyed by another thread meanwhile",
+                                           static_cast<void*>(comm)));
+    }
+    loom::api::releaseComm(comm);  // the owner's reference; ours frees it (or the last call in progress does)
     return loomSuccess;
   });
 }
 
 loomResult_t loomCommAbort(loomComm_t comm) {
   return guarded(nullptr, [&]() -> loomResult_t {
-    Status s = loom::api::checkComm(comm, "loomCommAbort");
-    if (!s.isOk()) return fail(nullptr, s);
-    loom::api::unregisterComm(comm);
-    comm->impl->abort();
-    delete comm;
+    // Aborting twice is harmless: the first abort already did everything.
+    if (comm && loom::api::wasAborted(comm)) return loomSuccess;
+    loom::api::CommRef ref{comm, "loomCommAbort"};
+    if (!ref) return fail(nullptr, ref.status());
+    if (!loom::api::retireComm(comm, loom::api::Retire::kAbort)) {
+      if (loom::api::wasAborted(comm)) return loomSuccess;  // a concurrent abort won
+      return fail(nullptr, loom::makeError(Code::kInvalidUsage,
+                                           "loomCommAbort: comm %p was destroyed by another thread meanwhile",
+                                           static_cast<void*>(comm)));
+    }
+    // Calls in progress on other threads hold references: they see the abort
+    // flag in their next wait round (at most ~20 ms), return an error, and the
+    // last of them frees the communicator. With none, ours frees it here.
+    ref->aborted.store(true, std::memory_order_release);
+    ref->impl->abort();
+    loom::api::releaseComm(comm);  // the owner's reference
     return loomSuccess;
   });
 }
 
 loomResult_t loomCommGetAsyncError(loomComm_t comm, loomResult_t* asyncError) {
-  Status s = loom::api::checkComm(comm, "loomCommGetAsyncError");
-  if (!s.isOk()) return fail(nullptr, s);
+  loom::api::CommRef ref{comm, "loomCommGetAsyncError"};
+  if (!ref) return fail(nullptr, ref.status());
   if (!asyncError)
-    return fail(comm, loom::makeError(Code::kInvalidArgument, "loomCommGetAsyncError: asyncError is NULL"));
-  *asyncError = loom::api::toResult(comm->impl->asyncError().code());
+    return fail(ref, loom::makeError(Code::kInvalidArgument, "loomCommGetAsyncError: asyncError is NULL"));
+  *asyncError = loom::api::toResult(ref->impl->asyncError().code());
   return loomSuccess;
 }
 
 loomResult_t loomCommCount(const loomComm_t comm, int* count) {
-  Status s = loom::api::checkComm(comm, "loomCommCount");
-  if (!s.isOk()) return fail(nullptr, s);
-  if (!count) return fail(comm, loom::makeError(Code::kInvalidArgument, "loomCommCount: count is NULL"));
-  *count = comm->impl->nranks();
+  loom::api::CommRef ref{comm, "loomCommCount"};
+  if (!ref) return fail(nullptr, ref.status());
+  if (!count) return fail(ref, loom::makeError(Code::kInvalidArgument, "loomCommCount: count is NULL"));
+  *count = ref->impl->nranks();
   return loomSuccess;
 }
 
 loomResult_t loomCommUserRank(const loomComm_t comm, int* rank) {
-  Status s = loom::api::checkComm(comm, "loomCommUserRank");
-  if (!s.isOk()) return fail(nullptr, s);
-  if (!rank) return fail(comm, loom::makeError(Code::kInvalidArgument, "loomCommUserRank: rank is NULL"));
-  *rank = comm->impl->rank();
+  loom::api::CommRef ref{comm, "loomCommUserRank"};
+  if (!ref) return fail(nullptr, ref.status());
+  if (!rank) return fail(ref, loom::makeError(Code::kInvalidArgument, "loomCommUserRank: rank is NULL"));
+  *rank = ref->impl->rank();
   return loomSuccess;
 }
 

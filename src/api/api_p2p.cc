@@ -10,13 +10,16 @@ using loom::algo::P2POp;
 
 namespace {
 
-// Runs `body`, turning escaped exceptions into loomInternalError.
+// Runs `body` with a reference to comm held (a concurrent loomCommAbort
+// cannot free it meanwhile), turning escaped exceptions into loomInternalError.
 template <class Body>
 loomResult_t guarded(const char* call, loomComm_t comm, Body&& body) {
+  loom::api::CommRef ref{comm, call};
+  if (!ref) return loom::api::fail(nullptr, ref.status());
   try {
-    return body();
+    return body(ref);
   } catch (const std::exception& e) {
-    return loom::api::fail(comm, loom::makeError(Code::kInternalError, "%s: unexpected exception: %s", call, e.what()));
+    return loom::api::fail(ref, loom::makeError(Code::kInternalError, "%s: unexpected exception: %s", call, e.what()));
   }
 }
 
@@ -31,29 +34,27 @@ loom::Stream* implOf(loomStream_t stream) { return stream ? &stream->impl : null
 
 loomResult_t submitP2P(const char* call, const char* bufName, const void* buf, size_t count, loomDataType_t datatype,
                        int peer, P2POp::Kind kind, loomComm_t comm, loomStream_t stream) {
-  return guarded(call, comm, [&]() -> loomResult_t {
-    Status s = loom::api::checkComm(comm, call);
-    if (!s.isOk()) return loom::api::fail(nullptr, s);
-    s = checkStream(call, comm, stream);
+  return guarded(call, comm, [&](const loom::api::CommRef& ref) -> loomResult_t {
+    Status s = checkStream(call, comm, stream);
     if (s.isOk()) s = comm->impl->validateP2P(call, bufName, buf, count, static_cast<loom::DataType>(datatype), peer);
-    if (!s.isOk()) return loom::api::fail(comm, s);
+    if (!s.isOk()) return loom::api::fail(ref, s);
     const size_t bytes = count * loom::dataTypeSize(static_cast<loom::DataType>(datatype));
     const P2POp op = kind == P2POp::kSend ? P2POp::send(peer, buf, bytes)
                                           : P2POp::recv(peer, const_cast<void*>(buf), bytes);
     if (loom::api::inGroup()) {
       s = loom::api::deferP2P(comm, op, stream);
-      return s.isOk() ? loomSuccess : loom::api::fail(comm, s);
+      return s.isOk() ? loomSuccess : loom::api::fail(ref, s);
     }
     // Alone, a send to self could only complete with a recv that has not
     // been called yet: the pair must share a group (and so one fused op).
     if (peer == comm->impl->rank())
       return loom::api::fail(
-          comm, loom::makeError(Code::kInvalidUsage,
-                                "%s on rank %d: peer %d is this rank; a send/recv to self must be matched by its "
-                                "recv/send inside the same loomGroupStart/loomGroupEnd",
-                                call, comm->impl->rank(), peer));
+          ref, loom::makeError(Code::kInvalidUsage,
+                               "%s on rank %d: peer %d is this rank; a send/recv to self must be matched by its "
+                               "recv/send inside the same loomGroupStart/loomGroupEnd",
+                               call, comm->impl->rank(), peer));
     s = comm->impl->enqueueP2P({op}, implOf(stream));
-    return s.isOk() ? loomSuccess : loom::api::fail(comm, s);
+    return s.isOk() ? loomSuccess : loom::api::fail(ref, s);
   });
 }
 
@@ -74,13 +75,11 @@ loomResult_t loomRecv(void* recvbuff, size_t count, loomDataType_t datatype, int
 loomResult_t loomAllToAll(const void* sendbuff, void* recvbuff, size_t count, loomDataType_t datatype,
                           loomComm_t comm, loomStream_t stream) {
   const char* call = "loomAllToAll";
-  return guarded(call, comm, [&]() -> loomResult_t {
-    Status s = loom::api::checkComm(comm, call);
-    if (!s.isOk()) return loom::api::fail(nullptr, s);
-    s = checkStream(call, comm, stream);
+  return guarded(call, comm, [&](const loom::api::CommRef& ref) -> loomResult_t {
+    Status s = checkStream(call, comm, stream);
     const auto dtype = static_cast<loom::DataType>(datatype);
     if (s.isOk()) s = comm->impl->validateAllToAll(sendbuff, recvbuff, count, dtype);
-    if (!s.isOk()) return loom::api::fail(comm, s);
+    if (!s.isOk()) return loom::api::fail(ref, s);
     auto ops = comm->impl->allToAllOps(sendbuff, recvbuff, count, dtype);
     const auto desc = loom::OpDescriptor::allToAll(count, dtype);  // for LOOM_CHECK and the flight recorder
     if (loom::api::inGroup()) {
@@ -90,23 +89,21 @@ loomResult_t loomAllToAll(const void* sendbuff, void* recvbuff, size_t count, lo
       return loomSuccess;
     }
     s = comm->impl->enqueueP2P(std::move(ops), implOf(stream), &desc);
-    return s.isOk() ? loomSuccess : loom::api::fail(comm, s);
+    return s.isOk() ? loomSuccess : loom::api::fail(ref, s);
   });
 }
 
 loomResult_t loomBarrier(loomComm_t comm, loomStream_t stream) {
   const char* call = "loomBarrier";
-  return guarded(call, comm, [&]() -> loomResult_t {
-    Status s = loom::api::checkComm(comm, call);
-    if (!s.isOk()) return loom::api::fail(nullptr, s);
-    s = checkStream(call, comm, stream);
-    if (!s.isOk()) return loom::api::fail(comm, s);
+  return guarded(call, comm, [&](const loom::api::CommRef& ref) -> loomResult_t {
+    Status s = checkStream(call, comm, stream);
+    if (!s.isOk()) return loom::api::fail(ref, s);
     if (loom::api::inGroup()) {
       loom::api::deferOrdered(comm, stream, [comm](loom::Stream* st) { return comm->impl->enqueueBarrierAsync(st); });
       return loomSuccess;
     }
     s = comm->impl->enqueueBarrier(implOf(stream));
-    return s.isOk() ? loomSuccess : loom::api::fail(comm, s);
+    return s.isOk() ? loomSuccess : loom::api::fail(ref, s);
   });
 }
 

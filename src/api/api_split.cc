@@ -11,20 +11,24 @@ using loom::api::fail;
 namespace {
 
 // Splits `parent`; on a new communicator fills and registers `handle` (null
-// for a negative color, which gets no communicator).
+// for a negative color, which gets no communicator). Holds a reference to
+// parent throughout, so a concurrent loomCommAbort cannot free it.
 loomResult_t splitNow(loomComm_t parent, int color, int key, loomComm_t handle) {
+  loom::api::CommRef ref{parent, "loomCommSplit"};
+  if (!ref)
+    return fail(nullptr, loom::makeError(Code::kInvalidUsage,
+                                         "loomCommSplit: the communicator was destroyed or aborted before the split "
+                                         "ran (%s)",
+                                         ref.status().message().c_str()));
   try {
-    if (!loom::api::isLiveComm(parent))
-      return fail(nullptr, loom::makeError(Code::kInvalidUsage,
-                                           "loomCommSplit: the communicator was destroyed before loomGroupEnd"));
-    auto child = parent->impl->split(color, key);
-    if (!child.isOk()) return fail(parent, child.status());
+    auto child = ref->impl->split(color, key);
+    if (!child.isOk()) return fail(ref, child.status());
     if (!child.value()) return loomSuccess;
     handle->impl = std::move(child).value();
     loom::api::registerComm(handle);
     return loomSuccess;
   } catch (const std::exception& e) {
-    return fail(parent, loom::makeError(Code::kInternalError, "loomCommSplit: unexpected exception: %s", e.what()));
+    return fail(ref, loom::makeError(Code::kInternalError, "loomCommSplit: unexpected exception: %s", e.what()));
   }
 }
 
@@ -33,11 +37,13 @@ loomResult_t splitNow(loomComm_t parent, int color, int key, loomComm_t handle) 
 extern "C" {
 
 loomResult_t loomCommSplit(loomComm_t comm, int color, int key, loomComm_t* newcomm) {
-  Status s = loom::api::checkComm(comm, "loomCommSplit");
-  if (!s.isOk()) return fail(nullptr, s);
-  if (!newcomm)
-    return fail(comm, loom::makeError(Code::kInvalidArgument, "loomCommSplit on rank %d: newcomm is NULL",
-                                      comm->impl->rank()));
+  {
+    loom::api::CommRef ref{comm, "loomCommSplit"};
+    if (!ref) return fail(nullptr, ref.status());
+    if (!newcomm)
+      return fail(ref, loom::makeError(Code::kInvalidArgument, "loomCommSplit on rank %d: newcomm is NULL",
+                                       ref->impl->rank()));
+  }
   *newcomm = nullptr;
   loomComm_t handle = color < 0 ? nullptr : new loomComm;
   if (loom::api::inGroup()) {

@@ -10,14 +10,14 @@ using loom::api::fail;
 extern "C" {
 
 loomResult_t loomCommGetLastAlgorithm(const loomComm_t comm, char* name, size_t nameLen) {
-  Status s = loom::api::checkComm(comm, "loomCommGetLastAlgorithm");
-  if (!s.isOk()) return fail(nullptr, s);
-  if (!name) return fail(comm, loom::makeError(Code::kInvalidArgument, "loomCommGetLastAlgorithm: name is NULL"));
-  const std::string last = comm->impl->lastAlgorithm();
+  loom::api::CommRef ref{comm, "loomCommGetLastAlgorithm"};
+  if (!ref) return fail(nullptr, ref.status());
+  if (!name) return fail(ref, loom::makeError(Code::kInvalidArgument, "loomCommGetLastAlgorithm: name is NULL"));
+  const std::string last = ref->impl->lastAlgorithm();
   if (nameLen < last.size() + 1)
-    return fail(comm, loom::makeError(Code::kInvalidArgument,
-                                      "loomCommGetLastAlgorithm: nameLen %zu is too small for \"%s\" (needs %zu)",
-                                      nameLen, last.c_str(), last.size() + 1));
+    return fail(ref, loom::makeError(Code::kInvalidArgument,
+                                     "loomCommGetLastAlgorithm: nameLen %zu is too small for \"%s\" (needs %zu)",
+                                     nameLen, last.c_str(), last.size() + 1));
   std::memcpy(name, last.c_str(), last.size() + 1);
   return loomSuccess;
 }

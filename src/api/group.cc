@@ -96,16 +96,19 @@ loomResult_t groupEnd() {
   }
   // Start everything on the communicators' workers first, then wait: the
   // operations of different communicators of one clique need each other.
-  std::vector<std::pair<loomComm_t, CompletionPtr>> blocking;
+  // Each launch holds a reference to its communicator until the waits below
+  // are over, so a concurrent loomCommAbort cannot free it meanwhile.
+  std::vector<std::pair<CommRef, CompletionPtr>> blocking;
   auto launch = [&](loomComm_t comm, loomStream_t s, const std::function<CompletionPtr(Stream*)>& start) {
-    if (!isLiveComm(comm)) return false;
+    CommRef ref{comm, "loomGroupEnd"};
+    if (!ref) return false;
     Stream* stream = s ? &s->impl : nullptr;
     CompletionPtr completion = start(stream);
-    if (!stream) blocking.emplace_back(comm, completion);
+    if (!stream) blocking.emplace_back(std::move(ref), completion);
     return true;
   };
   const Status destroyed =
-      makeError(Code::kInvalidUsage, "loomGroupEnd: a communicator was destroyed inside the group");
+      makeError(Code::kInvalidUsage, "loomGroupEnd: a communicator was destroyed or aborted inside the group");
   for (auto& c : work.ordered)
     if (!launch(c.comm, c.stream, c.launch)) return fail(nullptr, destroyed);
   for (auto& p : work.p2p) {

@@ -12,6 +12,7 @@
 #include "common/format.h"
 #include "kernels/reduce.h"
 #include "loom/loom.h"
+#include "topology/topology_log.h"
 
 
 namespace loom {
@@ -52,6 +53,7 @@ Result<std::unique_ptr<Communicator>> Communicator::create(const bootstrap::Uniq
   std::unique_ptr<Communicator> comm(new Communicator(std::move(config), rank, nranks, &warnings));
   for (const auto& w : warnings) LOOM_WARN(comm->log_, kSubsysEnv, "%s", w.c_str());
   LOOM_TRY(comm->connectPeers(id).withContext(strprintf("init of rank %d of %d: ", rank, nranks)));
+  topology::logTopologyOnce(comm->log_);
   comm->diag_ = std::make_unique<Diagnostics>(comm->config_, rank, nranks,
                                               comm->peers_[static_cast<size_t>(rank)].hostName, comm->log_);
   LOOM_TRY(comm->diag_->agreeOnCheck(*comm->bootstrap_, comm->makeWait()));
@@ -254,14 +256,36 @@ void Communicator::recordError(const Status& status) {
   LOOM_WARN(log_, kSubsysColl, "%s", status.message().c_str());
 }
 
+namespace {
+
+// An asynchronous collective in one allocation: the completion its stream and
+// callers share, plus what the executor needs to run it. The executor's work
+// captures two pointers only (std::function keeps them inline, no second
+// allocation), and the queue entry's completion keeps this object alive.
+struct AsyncCollective final : Completion {
+  explicit AsyncCollective(const algo::CollArgs& a) : args(a) {}
+  algo::CollArgs args;
+  CompletionPtr after;  // the stream predecessor, dropped once this op ran (no chain of old ops)
+  OpTicket ticket;
+};
+
+}  // namespace
+
 CompletionPtr Communicator::enqueueAsync(const algo::CollArgs& args, Stream* stream) {
-  auto completion = std::make_shared<Completion>();
-  CompletionPtr after = stream ? stream->push(completion) : nullptr;
-  const OpTicket ticket = diag_->enqueued(OpDescriptor::of(args));
-  executor_->submit(
-      {[this, args, after, ticket] { return diag_->run(ticket, [&] { return execute(args, after, ticket); }); },
-       completion},
-      true);
+  auto op = std::make_shared<AsyncCollective>(args);
+  op->after = stream ? stream->push(op) : nullptr;
+  op->ticket = diag_->enqueued(OpDescriptor::of(args));
+  CompletionPtr completion = op;
+  AsyncCollective* raw = op.get();
+  executor_->submit({[this, raw] {
+                       struct DropPredecessor {
+                         AsyncCollective* op;
+                         ~DropPredecessor() { op->after.reset(); }
+                       } drop{raw};
+                       return diag_->run(raw->ticket, [&] { return execute(raw->args, raw->after, raw->ticket); });
+                     },
+                     std::move(op)},
+                    true);
   return completion;
 }
 

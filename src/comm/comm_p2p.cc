@@ -242,7 +242,9 @@ Result<std::unique_ptr<Communicator>> Communicator::split(int color, int key) {
   const int newRank = static_cast<int>(std::find(members.begin(), members.end(), rank_) - members.begin());
   LOOM_INFO(log_, kSubsysInit, "split: rank %d color %d key %d -> rank %d of %zu", rank_, color, key, newRank,
             members.size());
-  auto created = Communicator::create(id.value(), static_cast<int>(members.size()), newRank);
+  // The child keeps this communicator's deadline (a loomCommInitRankConfig
+  // override included), as NCCL's split inherits the parent's config.
+  auto created = Communicator::create(id.value(), static_cast<int>(members.size()), newRank, config_.timeoutSeconds);
   if (!created.isOk()) return created.status().withContext(where);
   return std::move(created).value();
 }

@@ -34,7 +34,7 @@ Diagnostics::Diagnostics(const Config& config, int rank, int nranks, std::string
       check_(config.check),
       createdNs_(monotonicNanos()),
       allPeers_(strprintf("all %d ranks", nranks)),
-      recorder_(static_cast<size_t>(config.flightRecorderEntries)) {
+      recorder_(static_cast<size_t>(config.flightRecorderEntries), allPeers_) {
   const std::string dir = config.dumpDir.empty() ? "/tmp" : config.dumpDir;
   dumpPath_ = uniqueDumpPath(strprintf("%s/loom-flight-%s-%d-rank%d", dir.c_str(), host_.c_str(),
                                        static_cast<int>(::getpid()), rank));
@@ -68,15 +68,15 @@ Status Diagnostics::agreeOnCheck(bootstrap::Bootstrap& bootstrap, const WaitCont
   return Status::ok();
 }
 
-OpTicket Diagnostics::enqueued(const OpDescriptor& op, std::string peers) {
-  const int64_t now = recorder_.capacity() > 0 || trace_ ? monotonicNanos() : 0;
-  return recorder_.enqueued(op, peers.empty() ? allPeers_ : std::move(peers), now);
+OpTicket Diagnostics::enqueued(const OpDescriptor& op, std::string_view peers) {
+  return recorder_.enqueued(op, peers, nowIfRecording());
 }
 
 void Diagnostics::started(const OpTicket& ticket) {
-  recorder_.started(ticket.id);
+  const int64_t now = nowIfRecording();
+  recorder_.started(ticket.id, now);
   if (!trace_) return;
-  startNs_ = monotonicNanos();
+  startNs_ = now;
   checkStartNs_ = checkEndNs_ = moveStartNs_ = 0;
   algorithm_.clear();
 }
@@ -86,7 +86,7 @@ void Diagnostics::chose(const OpTicket& ticket, const char* algorithm, const cha
   if (trace_) algorithm_ = protocol && *protocol ? std::string(algorithm) + "/" + protocol : algorithm;
 }
 
-Status Diagnostics::beforeDataMovement(const OpTicket& ticket, algo::Links& links, const WaitContext& wait) {
+Status Diagnostics::checkAndMarkDataMovement(const OpTicket& ticket, algo::Links& links, const WaitContext& wait) {
   Status status;
   if (check_ && nranks_ > 1 && ticket.op.collective()) {
     recorder_.setPhase(OpPhase::kDesyncCheck);
@@ -104,8 +104,9 @@ void Diagnostics::finished(const OpTicket& ticket, const Status& status) {
   // operation as it was when it gave up ("stuck in ...").
   if (status.code() == Code::kTimeout && !timeoutDumped_.exchange(true))
     dump("timeout in " + describeOp(ticket.op, ticket.seq) + ": " + status.message());
-  recorder_.finished(ticket.id, status);
-  if (trace_) traceOp(ticket, status, monotonicNanos());
+  const int64_t now = nowIfRecording();
+  recorder_.finished(ticket.id, status, now);
+  if (trace_) traceOp(ticket, status, now);
 }
 
 void Diagnostics::traceOp(const OpTicket& t, const Status& status, int64_t endNs) {

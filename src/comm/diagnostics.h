@@ -18,6 +18,7 @@
 #include <atomic>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "algorithms/algorithm.h"
 #include "bootstrap/bootstrap.h"
@@ -43,7 +44,7 @@ class Diagnostics {
   bool checking() const { return check_; }
 
   // `peers` for the record; empty means every rank.
-  OpTicket enqueued(const OpDescriptor& op, std::string peers = {});
+  OpTicket enqueued(const OpDescriptor& op, std::string_view peers = {});
 
   template <class Body>
   Status run(const OpTicket& ticket, Body&& body) {
@@ -56,7 +57,13 @@ class Diagnostics {
   void chose(const OpTicket& ticket, const char* algorithm, const char* protocol);
   // LOOM_CHECK's exchange over the Simple `links` (nothing when off, for
   // send/recv, or on one rank); marks the start of data movement.
-  Status beforeDataMovement(const OpTicket& ticket, algo::Links& links, const WaitContext& wait);
+  Status beforeDataMovement(const OpTicket& ticket, algo::Links& links, const WaitContext& wait) {
+    if (!check_ && !trace_) {  // the per-call common case: one relaxed store
+      recorder_.setPhase(OpPhase::kDataMovement);
+      return Status::ok();
+    }
+    return checkAndMarkDataMovement(ticket, links, wait);
+  }
   std::atomic<uint64_t>* progress() { return recorder_.progressCounter(); }
 
   void onAbort();
@@ -68,6 +75,9 @@ class Diagnostics {
  private:
   void started(const OpTicket& ticket);
   void finished(const OpTicket& ticket, const Status& status);
+  Status checkAndMarkDataMovement(const OpTicket& ticket, algo::Links& links, const WaitContext& wait);
+  // One clock read per operation edge, only when something records time.
+  int64_t nowIfRecording() const { return recorder_.capacity() > 0 || trace_ ? monotonicNanos() : 0; }
   void traceOp(const OpTicket& ticket, const Status& status, int64_t endNs);
 
   const int rank_;

@@ -31,93 +31,176 @@ int64_t monotonicNanos() {
       .count();
 }
 
-FlightRecorder::FlightRecorder(size_t capacity) : entries_(capacity) {}
+// One operation's entry. Every field is an atomic written with relaxed stores
+// by the enqueuing or the running thread; `stamp` = (id << 2) | OpState is
+// written last (release) and re-read by snapshot() to reject torn entries.
+struct FlightRecorder::Slot {
+  static constexpr uint64_t kUnused = UINT64_MAX;
+  std::atomic<uint64_t> stamp{kUnused};
+  std::atomic<int64_t> seq{-1};
+  std::atomic<uint64_t> count{0};
+  std::atomic<uint64_t> shape{0};  // kind, dtype, op in bytes 0..2; root in the upper 32 bits
+  std::atomic<const char*> algorithm{nullptr};
+  std::atomic<const char*> protocol{nullptr};
+  std::atomic<uint8_t> phase{0};
+  std::atomic<bool> customPeers{false};
+  std::atomic<bool> hasError{false};
+  std::atomic<uint64_t> progress{0};
+  std::atomic<int64_t> enqueueNs{0}, startNs{0}, endNs{0};
+};
 
-FlightEntry* FlightRecorder::find(uint64_t id) {
-  if (entries_.empty()) return nullptr;
-  FlightEntry& e = entries_[id % entries_.size()];
-  return e.id == id && e.enqueueNs != 0 ? &e : nullptr;
+namespace {
+
+constexpr uint64_t stampOf(uint64_t id, OpState state) { return (id << 2) | static_cast<uint64_t>(state); }
+constexpr uint64_t idOf(uint64_t stamp) { return stamp >> 2; }
+constexpr OpState stateOf(uint64_t stamp) { return static_cast<OpState>(stamp & 3); }
+
+uint64_t packShape(const OpDescriptor& op) {
+  return static_cast<uint64_t>(static_cast<uint8_t>(op.kind)) |
+         static_cast<uint64_t>(static_cast<uint8_t>(op.dtype)) << 8 |
+         static_cast<uint64_t>(static_cast<uint8_t>(op.op)) << 16 |
+         static_cast<uint64_t>(static_cast<uint32_t>(op.root)) << 32;
 }
 
-OpTicket FlightRecorder::enqueued(const OpDescriptor& op, std::string peers, int64_t now) {
-  std::lock_guard<std::mutex> lock(mu_);
+OpDescriptor unpackShape(uint64_t shape, uint64_t count) {
+  OpDescriptor op;
+  op.kind = static_cast<OpKind>(shape & 0xff);
+  op.dtype = static_cast<DataType>((shape >> 8) & 0xff);
+  op.op = static_cast<RedOp>((shape >> 16) & 0xff);
+  op.root = static_cast<int32_t>(static_cast<uint32_t>(shape >> 32));
+  op.count = count;
+  return op;
+}
+
+}  // namespace
+
+FlightRecorder::FlightRecorder(size_t capacity, std::string defaultPeers)
+    : capacity_(capacity), defaultPeers_(std::move(defaultPeers)), slots_(capacity ? new Slot[capacity] : nullptr) {}
+
+FlightRecorder::~FlightRecorder() = default;
+
+FlightRecorder::Slot* FlightRecorder::slotOf(uint64_t id) const {
+  return capacity_ ? &slots_[id % capacity_] : nullptr;
+}
+
+OpTicket FlightRecorder::enqueued(const OpDescriptor& op, std::string_view peers, int64_t now) {
   OpTicket t;
   t.enqueueNs = now;
-  t.id = nextId_++;
-  t.seq = op.collective() ? nextSeq_++ : -1;
+  t.id = nextId_.fetch_add(1, std::memory_order_relaxed);
+  t.seq = op.collective() ? nextSeq_.fetch_add(1, std::memory_order_relaxed) : -1;
   t.op = op;
-  if (!entries_.empty()) {
-    FlightEntry& e = entries_[t.id % entries_.size()];
-    e.id = t.id;
-    e.seq = t.seq;
-    e.op = op;
-    e.algorithm.clear();
-    e.peers = std::move(peers);
-    e.state = OpState::kQueued;
-    e.progress = 0;
-    e.enqueueNs = now;
-    e.startNs = e.endNs = 0;
-    e.error.clear();
+  Slot* s = slotOf(t.id);
+  if (!s) return t;
+  // Unpublish first, so that a concurrent snapshot skips the half-written slot.
+  s->stamp.store(Slot::kUnused, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  s->seq.store(t.seq, std::memory_order_relaxed);
+  s->count.store(op.count, std::memory_order_relaxed);
+  s->shape.store(packShape(op), std::memory_order_relaxed);
+  s->algorithm.store(nullptr, std::memory_order_relaxed);
+  s->protocol.store(nullptr, std::memory_order_relaxed);
+  s->phase.store(0, std::memory_order_relaxed);
+  s->hasError.store(false, std::memory_order_relaxed);
+  s->progress.store(0, std::memory_order_relaxed);
+  s->enqueueNs.store(now, std::memory_order_relaxed);
+  s->startNs.store(0, std::memory_order_relaxed);
+  s->endNs.store(0, std::memory_order_relaxed);
+  if (!peers.empty()) {  // send/recv only: collectives show defaultPeers_
+    std::lock_guard<std::mutex> lock(textMu_);
+    if (peers_.empty()) peers_.resize(capacity_);
+    peers_[t.id % capacity_].assign(peers);
   }
+  s->customPeers.store(!peers.empty(), std::memory_order_relaxed);
+  s->stamp.store(stampOf(t.id, OpState::kQueued), std::memory_order_release);
   return t;
 }
 
-void FlightRecorder::started(uint64_t id) {
+bool FlightRecorder::advance(Slot& s, uint64_t id, OpState state) {
+  uint64_t current = s.stamp.load(std::memory_order_relaxed);
+  if (current == Slot::kUnused || idOf(current) != id) return false;  // reused by a newer operation
+  return s.stamp.compare_exchange_strong(current, stampOf(id, state), std::memory_order_release,
+                                         std::memory_order_relaxed);
+}
+
+void FlightRecorder::started(uint64_t id, int64_t now) {
   progress_.store(0, std::memory_order_relaxed);
   phase_.store(0, std::memory_order_relaxed);
-  if (entries_.empty()) return;
-  const int64_t now = monotonicNanos();
-  std::lock_guard<std::mutex> lock(mu_);
-  runningId_ = id;
-  if (FlightEntry* e = find(id)) {
-    e->state = OpState::kRunning;
-    e->startNs = now;
-  }
+  runningId_.store(id, std::memory_order_relaxed);
+  Slot* s = slotOf(id);
+  if (!s) return;
+  // Written before the state moves to running; snapshot() ignores startNs of
+  // a queued entry, so a store that lands in a reused slot is harmless.
+  s->startNs.store(now, std::memory_order_relaxed);
+  advance(*s, id, OpState::kRunning);
 }
 
 void FlightRecorder::chose(uint64_t id, const char* algorithm, const char* protocol) {
-  if (entries_.empty()) return;
-  std::lock_guard<std::mutex> lock(mu_);
-  if (FlightEntry* e = find(id)) {
-    e->algorithm = algorithm;
-    if (protocol && *protocol) e->algorithm += std::string("/") + protocol;
-  }
+  Slot* s = slotOf(id);
+  if (!s || idOf(s->stamp.load(std::memory_order_relaxed)) != id) return;
+  s->algorithm.store(algorithm, std::memory_order_relaxed);
+  s->protocol.store(protocol, std::memory_order_relaxed);
 }
 
-void FlightRecorder::finished(uint64_t id, const Status& status) {
-  if (entries_.empty()) return;
-  const int64_t now = monotonicNanos();
-  std::lock_guard<std::mutex> lock(mu_);
-  runningId_ = UINT64_MAX;
-  if (FlightEntry* e = find(id)) {
-    e->state = status.isOk() ? OpState::kDone : OpState::kFailed;
-    e->endNs = now;
-    if (e->startNs == 0) e->startNs = now;
-    e->progress = progress_.load(std::memory_order_relaxed);
-    e->phase = static_cast<OpPhase>(phase_.load(std::memory_order_relaxed));
-    if (!status.isOk()) e->error = status.message().substr(0, status.message().find('\n'));
+void FlightRecorder::finished(uint64_t id, const Status& status, int64_t now) {
+  runningId_.store(UINT64_MAX, std::memory_order_relaxed);
+  Slot* s = slotOf(id);
+  if (!s) return;
+  const uint64_t current = s->stamp.load(std::memory_order_relaxed);
+  if (current == Slot::kUnused || idOf(current) != id) return;
+  if (stateOf(current) == OpState::kQueued) s->startNs.store(now, std::memory_order_relaxed);
+  s->endNs.store(now, std::memory_order_relaxed);
+  s->progress.store(progress_.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  s->phase.store(phase_.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  if (!status.isOk()) {
+    std::lock_guard<std::mutex> lock(textMu_);
+    if (errors_.empty()) errors_.resize(capacity_);
+    errors_[id % capacity_] = status.message().substr(0, status.message().find('\n'));
+    s->hasError.store(true, std::memory_order_relaxed);
   }
-}
-
-uint64_t FlightRecorder::operations() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return nextId_;
+  advance(*s, id, status.isOk() ? OpState::kDone : OpState::kFailed);
 }
 
 std::vector<FlightEntry> FlightRecorder::snapshot() const {
-  std::lock_guard<std::mutex> lock(mu_);
   std::vector<FlightEntry> out;
-  if (entries_.empty()) return out;
-  const uint64_t kept = std::min<uint64_t>(nextId_, entries_.size());
+  if (!capacity_) return out;
+  std::lock_guard<std::mutex> lock(textMu_);  // the texts; writers of the atomics never wait for it
+  const uint64_t next = nextId_.load(std::memory_order_acquire);
+  const uint64_t kept = std::min<uint64_t>(next, capacity_);
+  const uint64_t running = runningId_.load(std::memory_order_relaxed);
   out.reserve(kept);
-  for (uint64_t id = nextId_ - kept; id < nextId_; ++id) {
-    const FlightEntry& e = entries_[id % entries_.size()];
-    if (e.id != id || e.enqueueNs == 0) continue;
-    out.push_back(e);
-    if (id == runningId_) {
-      out.back().progress = progress_.load(std::memory_order_relaxed);
-      out.back().phase = static_cast<OpPhase>(phase_.load(std::memory_order_relaxed));
+  for (uint64_t id = next - kept; id < next; ++id) {
+    const Slot& s = *slotOf(id);
+    const uint64_t stamp = s.stamp.load(std::memory_order_acquire);
+    if (stamp == Slot::kUnused || idOf(stamp) != id) continue;
+    FlightEntry e;
+    e.id = id;
+    e.state = stateOf(stamp);
+    e.seq = s.seq.load(std::memory_order_relaxed);
+    e.op = unpackShape(s.shape.load(std::memory_order_relaxed), s.count.load(std::memory_order_relaxed));
+    e.enqueueNs = s.enqueueNs.load(std::memory_order_relaxed);
+    // Times and results of later phases count only once the state says so.
+    if (e.state != OpState::kQueued) {
+      e.startNs = s.startNs.load(std::memory_order_relaxed);
+      const char* algorithm = s.algorithm.load(std::memory_order_relaxed);
+      const char* protocol = s.protocol.load(std::memory_order_relaxed);
+      if (algorithm) e.algorithm = protocol && *protocol ? std::string(algorithm) + "/" + protocol : algorithm;
     }
+    if (e.state == OpState::kDone || e.state == OpState::kFailed) {
+      e.endNs = s.endNs.load(std::memory_order_relaxed);
+      e.progress = s.progress.load(std::memory_order_relaxed);
+      e.phase = static_cast<OpPhase>(s.phase.load(std::memory_order_relaxed));
+      if (s.hasError.load(std::memory_order_relaxed)) e.error = errors_[id % capacity_];
+    }
+    if (e.state == OpState::kRunning && id == running) {
+      e.progress = progress_.load(std::memory_order_relaxed);
+      e.phase = static_cast<OpPhase>(phase_.load(std::memory_order_relaxed));
+    }
+    e.peers = s.customPeers.load(std::memory_order_relaxed) ? peers_[id % capacity_] : defaultPeers_;
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (s.stamp.load(std::memory_order_relaxed) == Slot::kUnused ||
+        idOf(s.stamp.load(std::memory_order_relaxed)) != id)
+      continue;  // reused while being read
+    out.push_back(std::move(e));
   }
   return out;
 }

@@ -4,19 +4,27 @@
 //
 // Per entry: local operation number, collective sequence number (the one
 // LOOM_CHECK compares), what was called, algorithm/protocol, peers, chunks
-// moved, enqueue/start/end times and state. Cost per operation: two or three
-// uncontended mutex sections and clock reads; the per-chunk progress counter
-// is one relaxed atomic store by the thread running the operation.
+// moved, enqueue/start/end times and state. Cost per operation: a few relaxed
+// atomic stores into a preallocated slot, no lock and no allocation (the
+// per-call path of an 8-byte all-reduce is a few hundred instructions, so a
+// mutex or a string per edge would show); only the rare texts (send/recv
+// peers, an error) take a mutex. The per-chunk progress counter is one
+// relaxed atomic store by the thread running the operation.
 //
 // Threading: enqueued() runs on the calling thread, started()/chose()/
 // finished() on whichever thread runs the operation (one at a time), and
-// snapshot()/format() on any thread (a dump).
+// snapshot() on any thread (a dump). A slot's state word carries the
+// operation number, so an update for an operation whose slot was already
+// reused by a newer one (more than `capacity` operations queued) is dropped,
+// and a dump never mixes two operations' fields (seqlock-style re-check).
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "comm/op_descriptor.h"
@@ -58,14 +66,19 @@ struct OpTicket {
 
 class FlightRecorder {
  public:
-  // capacity 0 keeps no entries (numbering still works).
-  explicit FlightRecorder(size_t capacity);
+  // capacity 0 keeps no entries (numbering still works). `defaultPeers`
+  // ("all 4 ranks") is shown for entries enqueued without peers.
+  explicit FlightRecorder(size_t capacity, std::string defaultPeers = {});
+  ~FlightRecorder();
 
   // `nowNs`: monotonicNanos() of the enqueue (0 when nothing records time).
-  OpTicket enqueued(const OpDescriptor& op, std::string peers, int64_t nowNs);
-  void started(uint64_t id);
+  // Empty `peers` means defaultPeers (no copy, no lock).
+  OpTicket enqueued(const OpDescriptor& op, std::string_view peers, int64_t nowNs);
+  void started(uint64_t id, int64_t nowNs);
+  // `algorithm` and `protocol` must be static strings (names from tables):
+  // only the pointers are kept.
   void chose(uint64_t id, const char* algorithm, const char* protocol);
-  void finished(uint64_t id, const Status& status);
+  void finished(uint64_t id, const Status& status, int64_t nowNs);
 
   // The running operation's phase: one relaxed store, read by dumps.
   void setPhase(OpPhase phase) { phase_.store(static_cast<uint8_t>(phase), std::memory_order_relaxed); }
@@ -74,19 +87,27 @@ class FlightRecorder {
 
   // Oldest first; the running entry carries the live progress count.
   std::vector<FlightEntry> snapshot() const;
-  size_t capacity() const { return entries_.size(); }
-  uint64_t operations() const;
+  size_t capacity() const { return capacity_; }
+  uint64_t operations() const { return nextId_.load(std::memory_order_relaxed); }
 
  private:
-  FlightEntry* find(uint64_t id);  // null if not kept (ring wrapped); needs mu_
+  struct Slot;
+  Slot* slotOf(uint64_t id) const;
+  // Moves the slot of `id` to `state` unless it was reused; false then.
+  bool advance(Slot& slot, uint64_t id, OpState state);
 
-  mutable std::mutex mu_;
-  std::vector<FlightEntry> entries_;  // entries_[id % capacity]
-  uint64_t nextId_ = 0;
-  int64_t nextSeq_ = 0;
-  uint64_t runningId_ = UINT64_MAX;
+  const size_t capacity_;
+  const std::string defaultPeers_;
+  std::unique_ptr<Slot[]> slots_;  // slots_[id % capacity]
+  std::atomic<uint64_t> nextId_{0};
+  std::atomic<int64_t> nextSeq_{0};
+  std::atomic<uint64_t> runningId_{UINT64_MAX};
   std::atomic<uint64_t> progress_{0};
   std::atomic<uint8_t> phase_{0};
+  // Guards the rare texts: peers_ and errors_ (one per slot, allocated lazily).
+  mutable std::mutex textMu_;
+  std::vector<std::string> peers_;
+  std::vector<std::string> errors_;
 };
 
 // The dump: a header line, then one line per entry, then which operation the

@@ -46,6 +46,9 @@ const std::vector<KnobDoc>& configKnobs() {
       {"LOOM_SPIN_US", "5 (0 when a host runs more ranks than it has cores)", "microseconds a wait busy-polls before it starts to yield the core"},
       {"LOOM_YIELD_US", "200", "microseconds a wait polls with sched_yield before it sleeps on a futex"},
       {"LOOM_SHM_DIR", "/dev/shm", "directory of shared-memory segments"},
+      {"LOOM_TRANSPORT", "", "force one transport for every peer: tcp (e.g. to test TCP on one host), shm; empty: shared memory within a host, TCP across hosts"},
+      {"LOOM_NSOCKS", "2", "TCP sockets per peer that chunks are striped over (1..16)"},
+      {"LOOM_SOCKET_IFNAME", "", "interfaces TCP listens on, as NCCL_SOCKET_IFNAME: comma list of name prefixes, ^ excludes, = exact names (eth0, ^docker,lo, =eth0); empty: first interface up that is not docker* or lo, else lo"},
       {"LOOM_ALGO", "", "algorithms the tuner may pick: comma list (ring, rd, tree, hd, oneshot, chain, deterministic), ^ excludes, per collective as allreduce:tree,ring;broadcast:chain; case-insensitive; empty lets Loom choose"},
       {"LOOM_PROTO", "", "protocols the tuner may pick: simple, ll; same syntax as LOOM_ALGO; empty lets Loom choose"},
       {"LOOM_TUNING_FILE", "", "text file of cost-model parameters (alpha, bandwidth or measured points per collective, algorithm, protocol, nranks; format in src/tuner/tuning_table.h; written by perf/tune.sh) read after the built-in defaults"},
@@ -90,6 +93,13 @@ Config Config::fromEnv(std::vector<std::string>* warnings) {
   if (const char* v = std::getenv("LOOM_YIELD_US"); v && *v)
     if (!parseInt(v, 0, 10000000, &c.yieldMicros)) warn("LOOM_YIELD_US", v, "expected microseconds in [0, 1e7]");
   if (const char* v = std::getenv("LOOM_SHM_DIR"); v && *v) c.shmDir = v;
+  if (const char* v = std::getenv("LOOM_TRANSPORT"); v && *v) {
+    if (std::string(v) != "tcp" && std::string(v) != "shm") warn("LOOM_TRANSPORT", v, "expected tcp or shm");
+    else c.transport = v;
+  }
+  if (const char* v = std::getenv("LOOM_NSOCKS"); v && *v)
+    if (!parseInt(v, 1, 16, &c.socketsPerPeer)) warn("LOOM_NSOCKS", v, "expected an integer in [1, 16]");
+  if (const char* v = std::getenv("LOOM_SOCKET_IFNAME"); v && *v) c.socketIfname = v;
   if (const char* v = std::getenv("LOOM_ALGO"); v && *v) c.algo = v;
   if (const char* v = std::getenv("LOOM_PROTO"); v && *v) c.proto = v;
   if (const char* v = std::getenv("LOOM_TUNING_FILE"); v && *v) c.tuningFile = v;

@@ -20,6 +20,9 @@ struct Config {
   bool spinMicrosSet = false;          // LOOM_SPIN_US was given (else oversubscribed hosts spin 0)
   int yieldMicros = 200;               // LOOM_YIELD_US: sched_yield polling before a wait sleeps
   std::string shmDir = "/dev/shm";     // LOOM_SHM_DIR: where shared-memory segments live
+  std::string transport;               // LOOM_TRANSPORT: force one transport for every peer ("tcp"; empty: per-peer choice)
+  int socketsPerPeer = 2;              // LOOM_NSOCKS: TCP sockets per peer that chunks are striped over
+  std::string socketIfname;            // LOOM_SOCKET_IFNAME: interfaces TCP may listen on (NCCL_SOCKET_IFNAME syntax)
   std::string algo;                    // LOOM_ALGO: algorithms the tuner may pick (empty: all)
   std::string proto;                   // LOOM_PROTO: protocols the tuner may pick (empty: all)
   std::string tuningFile;              // LOOM_TUNING_FILE: cost-model parameters (empty: built-in)

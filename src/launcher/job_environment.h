@@ -25,6 +25,8 @@ struct JobSettings {
   std::string secret;  // kSecretHexDigits hex digits
   std::string runId;   // TORCHELASTIC_RUN_ID
   int restartCount = 0;  // attempt number under --max-restarts, 0 first
+  // --bind: the CPUs of each local rank (launcher/rank_binding.h); empty: unbound.
+  std::vector<std::vector<int>> rankCpus;
 };
 
 // Fills JobSettings from the options and the launcher's own environment

@@ -11,9 +11,11 @@
 
 #include <cstdio>
 #include <cstring>
+#include <vector>
 
 #include "launcher/job_environment.h"
 #include "launcher/options.h"
+#include "launcher/rank_binding.h"
 #include "launcher/signal_channel.h"
 #include "launcher/supervisor.h"
 
@@ -41,7 +43,7 @@ bool stopRequestedBetweenAttempts(loom::launcher::SignalChannel& signals) {
 
 // Runs attempt 0, 1, ... until one is not restartable or the restarts are
 // used up; returns the last attempt's exit status.
-int runAttempts(const loom::launcher::LaunchOptions& opts,
+int runAttempts(const loom::launcher::LaunchOptions& opts, const std::vector<std::vector<int>>& rankCpus,
                 loom::launcher::SignalChannel& signals) {
   using namespace loom::launcher;
   for (int attempt = 0;; ++attempt) {
@@ -53,6 +55,7 @@ int runAttempts(const loom::launcher::LaunchOptions& opts,
       return job.status().code() == loom::Code::kSystemError ? 1 : kExitUsage;
     }
     job->restartCount = attempt;
+    job->rankCpus = rankCpus;
     Supervisor supervisor(opts, job.value(), signals);
     int status = supervisor.run();
     if (!supervisor.restartable()) return status;
@@ -88,7 +91,13 @@ int launch(int argc, const char* const* argv) {
     std::fprintf(stderr, "loomrun: %s\n", signals.status().message().c_str());
     return 1;
   }
-  return runAttempts(opts.value(), *signals.value());
+  // --bind: planned once; every attempt binds its ranks the same way.
+  loom::Result<std::vector<std::vector<int>>> rankCpus = planRankCpus(opts.value());
+  if (!rankCpus.isOk()) {
+    std::fprintf(stderr, "loomrun: %s\n", rankCpus.status().message().c_str());
+    return 1;
+  }
+  return runAttempts(opts.value(), rankCpus.value(), *signals.value());
 }
 
 }  // namespace

@@ -85,6 +85,19 @@ Status applyMaxRestarts(LaunchOptions& opts, std::string_view name, std::string_
   return Status::ok();
 }
 
+Status applyBind(LaunchOptions& opts, std::string_view name, std::string_view value) {
+  std::optional<topology::BindMode> mode = topology::parseBindMode(value);
+  LOOM_ENFORCE(mode.has_value(), Code::kInvalidArgument, "option '%.*s' expects none, core or numa, got '%.*s'",
+               static_cast<int>(name.size()), name.data(), static_cast<int>(value.size()), value.data());
+  opts.bind = *mode;
+  return Status::ok();
+}
+
+Status applyBindVerbose(LaunchOptions& opts, std::string_view, std::string_view) {
+  opts.bindVerbose = true;
+  return Status::ok();
+}
+
 Status applyTag(LaunchOptions& opts, std::string_view, std::string_view) {
   opts.tagOutput = true;
   return Status::ok();
@@ -109,6 +122,8 @@ constexpr OptionSpec kOptions[] = {
     {{"--master-port", "--master_port"}, true, applyMasterPort},
     {{"--kill-timeout"}, true, applyKillTimeout},
     {{"--max-restarts", "--max_restarts"}, true, applyMaxRestarts},
+    {{"--bind", "--cpu-bind"}, true, applyBind},
+    {{"--bind-verbose"}, false, applyBindVerbose},
     {{"--tag-output"}, false, applyTag},
     {{"--no-tag-output"}, false, applyNoTag},
     {{"-h", "--help"}, false, applyHelp},
@@ -216,6 +231,12 @@ Options:
                            rendezvous; ranks see the attempt number (0 first)
                            in LOOM_RESTART_COUNT and TORCHELASTIC_RESTART_COUNT.
                            A signal to loomrun stops the job without restart.
+  --bind MODE              pin each local rank's CPUs (sched_setaffinity
+                           before exec): none (default), core (one core per
+                           rank, spread over NUMA nodes and cores; ranks share
+                           cores round-robin when there are more ranks than
+                           cores) or numa (one NUMA node's CPUs per rank)
+  --bind-verbose           print each rank's CPUs (also with LOOM_DEBUG=INFO)
   -h, --help               print this help
 
 Every node of a multi-node job must run loomrun with the same

@@ -3,6 +3,7 @@
 //
 //   loomrun -n N [--nnodes K --node-rank R --master-addr A --master-port P]
 //           [--tag-output|--no-tag-output] [--kill-timeout S] [--max-restarts N]
+//           [--bind none|core|numa] [--bind-verbose]
 //           [--] PROG ARGS...
 //
 // Parsing stops at PROG: everything after it belongs to the program, so
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "topology/binding_plan.h"
 
 namespace loom::launcher {
 
@@ -39,6 +41,10 @@ struct LaunchOptions {
   // --max-restarts: how often all ranks are started again after a rank
   // failed (torchrun's --max-restarts); 0 runs the job once.
   int maxRestarts = 0;
+  // --bind: pin each local rank to a core or NUMA node (topology/binding_plan.h);
+  // --bind-verbose (or LOOM_DEBUG=INFO) prints each rank's CPUs.
+  topology::BindMode bind = topology::BindMode::kNone;
+  bool bindVerbose = false;
   std::vector<std::string> command;  // PROG and its arguments
 
   int worldSize() const { return nodes * localRanks; }

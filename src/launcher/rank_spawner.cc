@@ -1,13 +1,18 @@
 #include "launcher/rank_spawner.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
+#include <memory>
+
+#include "topology/topology.h"
 
 namespace loom::launcher {
 namespace {
@@ -40,9 +45,34 @@ std::vector<char*> pointerArray(const std::vector<std::string>& strings) {
   return ptrs;
 }
 
+// A rank's CPU mask, built before fork: the child may only make
+// async-signal-safe calls, so it must not allocate.
+struct CpuMask {
+  struct Free {
+    void operator()(cpu_set_t* set) const { CPU_FREE(set); }
+  };
+  std::unique_ptr<cpu_set_t, Free> set;
+  size_t bytes = 0;
+  std::string failure;  // printed on the rank's stderr when binding fails
+
+  explicit CpuMask(const std::vector<int>& cpus) {
+    if (cpus.empty()) return;
+    int highest = 0;
+    for (int cpu : cpus) highest = std::max(highest, cpu);
+    set.reset(CPU_ALLOC(highest + 1));
+    bytes = CPU_ALLOC_SIZE(highest + 1);
+    CPU_ZERO_S(bytes, set.get());
+    for (int cpu : cpus)
+      if (cpu >= 0) CPU_SET_S(static_cast<size_t>(cpu), bytes, set.get());
+    failure = "loomrun: warning: cannot bind this rank to cpus " + topology::formatCpuList(cpus) +
+              " (sched_setaffinity failed); it runs unbound\n";
+  }
+};
+
 // Runs in the forked child; only async-signal-safe calls until exec.
 [[noreturn]] void execRank(char* const* argv, char* const* envp, pid_t parent, const Pipe& out,
-                           const Pipe& err, const Pipe& report, const SignalChannel& signals) {
+                           const Pipe& err, const Pipe& report, const SignalChannel& signals,
+                           const CpuMask& mask) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != parent) _exit(128 + SIGKILL);  // loomrun died before prctl
   setsid();
@@ -52,6 +82,8 @@ std::vector<char*> pointerArray(const std::vector<std::string>& strings) {
     (void)!write(report.write, &e, sizeof(e));
     _exit(127);
   }
+  if (mask.set && sched_setaffinity(0, mask.bytes, mask.set.get()) != 0)
+    (void)!write(STDERR_FILENO, mask.failure.data(), mask.failure.size());
   signals.restoreInChild();
   execvpe(argv[0], argv, envp);
   int e = errno;
@@ -80,10 +112,11 @@ Result<SpawnedRank> spawnRank(const RankCommand& command, const SignalChannel& s
   if (s.isOk()) s = openPipe(report);
   std::vector<char*> argv = pointerArray(command.argv);
   std::vector<char*> envp = pointerArray(command.env);
+  CpuMask mask(command.cpus);
   pid_t parent = getpid();
   pid_t pid = s.isOk() ? fork() : -1;
   if (s.isOk() && pid < 0) s = makeSystemError(errno, "fork for a rank failed");
-  if (pid == 0) execRank(argv.data(), envp.data(), parent, out, err, report, signals);
+  if (pid == 0) execRank(argv.data(), envp.data(), parent, out, err, report, signals, mask);
   closeFd(out.write);
   closeFd(err.write);
   closeFd(report.write);

@@ -9,6 +9,8 @@
 //  - asks for SIGKILL when loomrun dies (PR_SET_PDEATHSIG), checking getppid
 //    afterwards in case loomrun died before the request;
 //  - writes stdout and stderr into two pipes that loomrun forwards;
+//  - with RankCommand::cpus, binds itself to them (a failure is printed on the
+//    rank's stderr and the rank runs unbound);
 //  - reports an exec failure through a close-on-exec pipe, so loomrun can
 //    tell "PROG not found" (127) from a program that exits 127 itself.
 #pragma once
@@ -26,6 +28,7 @@ namespace loom::launcher {
 struct RankCommand {
   std::vector<std::string> argv;  // argv[0] is looked up in PATH (execvpe)
   std::vector<std::string> env;   // NAME=VALUE entries
+  std::vector<int> cpus;          // sched_setaffinity before exec; empty: inherit loomrun's
 };
 
 struct SpawnedRank {

@@ -48,7 +48,8 @@ int Supervisor::run() {
 void Supervisor::startRanks() {
   const bool tag = opts_.shouldTagOutput();
   for (int local = 0; local < opts_.localRanks; ++local) {
-    RankCommand command{opts_.command, rankEnvironment(environ, opts_, job_, local)};
+    RankCommand command{opts_.command, rankEnvironment(environ, opts_, job_, local), {}};
+    if (static_cast<size_t>(local) < job_.rankCpus.size()) command.cpus = job_.rankCpus[static_cast<size_t>(local)];
     Result<SpawnedRank> spawned = spawnRank(command, signals_);
     if (!spawned.isOk()) {
       bool cannotExecute = spawned.status().code() == Code::kInvalidArgument;
