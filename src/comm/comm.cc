@@ -3,6 +3,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include "comm/host_identity.h"
@@ -175,7 +176,10 @@ void Communicator::adaptWaitsToHost() {
   for (const auto& p : peers_) localRanks += p.hostHash == self.hostHash ? 1 : 0;
   cpu_set_t cpus;
   CPU_ZERO(&cpus);
-  const int cores = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
+  int cores = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
+  // Under loomrun --bind each rank's mask holds only its own cores; loomrun
+  // then says how many the host's ranks have between them.
+  if (const char* shared = std::getenv("LOOM_LOCAL_CORES"); shared && std::atoi(shared) > 0) cores = std::atoi(shared);
   if (localRanks > cores && !config_.spinMicrosSet) config_.spinMicros = 0;
   LOOM_INFO(log_, kSubsysInit, "%d local ranks on %d cores: waits spin %d us, yield %d us, then sleep", localRanks,
             cores, config_.spinMicros, config_.yieldMicros);

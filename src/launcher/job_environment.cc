@@ -9,6 +9,8 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <set>
+#include <string>
 
 namespace loom::launcher {
 namespace {
@@ -19,7 +21,7 @@ constexpr std::string_view kRankVariables[] = {
     "GROUP_RANK",    "GROUP_WORLD_SIZE", "ROLE_RANK",           "ROLE_WORLD_SIZE",
     "ROLE_NAME",     "MASTER_ADDR",     "MASTER_PORT",          kSecretVariable,
     "TORCHELASTIC_RESTART_COUNT",       "TORCHELASTIC_MAX_RESTARTS", "TORCHELASTIC_RUN_ID",
-    kRestartCountVariable,
+    kRestartCountVariable,             "LOOM_LOCAL_CORES",
 };
 
 bool isRankVariable(std::string_view entry) {
@@ -158,6 +160,14 @@ std::vector<std::string> rankEnvironment(const char* const* baseEnv, const Launc
   set("TORCHELASTIC_MAX_RESTARTS", std::to_string(opts.maxRestarts));
   set(kRestartCountVariable, std::to_string(job.restartCount));
   set("TORCHELASTIC_RUN_ID", job.runId);
+  if (!job.rankCpus.empty()) {
+    // A bound rank sees only its own CPUs in its affinity mask; tell it how
+    // many the host's ranks share, so its waits know whether peers can run
+    // at the same time (Communicator::adaptWaitsToHost).
+    std::set<int> used;
+    for (const auto& cpus : job.rankCpus) used.insert(cpus.begin(), cpus.end());
+    set("LOOM_LOCAL_CORES", std::to_string(used.size()));
+  }
   return env;
 }
 

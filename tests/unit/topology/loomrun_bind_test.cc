@@ -110,6 +110,25 @@ TEST_F(LoomrunBindTest, CoreGivesEachRankItsPlannedCore) {
   }
 }
 
+// A bound rank's own mask shows one core; loomrun tells it how many cores the
+// host's ranks share (LOOM_LOCAL_CORES), which decides whether its waits spin.
+TEST_F(LoomrunBindTest, BoundRanksLearnHowManyCoresTheyShare) {
+  const int cores = static_cast<int>(topo_.cores.size());
+  for (int k : {std::min(cores, 2), cores + 1}) {
+    RunResult r = run(loomrun("--bind core -n " + std::to_string(k)));
+    ASSERT_EQ(r.status, 0) << r.output;
+    std::set<int> used;
+    for (const auto& rank : planBinding(topo_, BindMode::kCore, k)) used.insert(rank.cpus.begin(), rank.cpus.end());
+    for (int i = 0; i < k; ++i) {
+      const std::string line = "[" + std::to_string(i) + "] local_cores " + std::to_string(used.size());
+      EXPECT_NE(r.output.find(line), std::string::npos) << line << "\n" << r.output;
+    }
+  }
+  RunResult unbound = run(loomrun("-n 2"));
+  ASSERT_EQ(unbound.status, 0) << unbound.output;
+  EXPECT_NE(unbound.output.find("[0] local_cores -"), std::string::npos) << unbound.output;
+}
+
 TEST_F(LoomrunBindTest, NumaGivesEachRankItsNodesCpus) {
   RunResult r = run(loomrun("--bind numa -n 2"));
   ASSERT_EQ(r.status, 0) << r.output;

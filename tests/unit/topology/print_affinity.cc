@@ -1,7 +1,9 @@
-// Prints "affinity <cpu list>" from sched_getaffinity(0), e.g. "affinity 0,2-3".
+// Prints "affinity <cpu list>" from sched_getaffinity(0), e.g. "affinity 0,2,3",
+// then "local_cores <LOOM_LOCAL_CORES>" ("-" when loomrun did not set it).
 #include <sched.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 int main() {
@@ -18,5 +20,7 @@ int main() {
     list += std::to_string(cpu);
   }
   std::printf("affinity %s\n", list.c_str());
+  const char* shared = std::getenv("LOOM_LOCAL_CORES");
+  std::printf("local_cores %s\n", shared && *shared ? shared : "-");
   return 0;
 }
