@@ -67,6 +67,7 @@ class Reader {
       fail(path_, std::string("corrupt: ") + what + " of " + std::to_string(n) +
                       " bytes runs past the payload");
     }
+    if (n == 0) return;  // an empty array: out may be null (memcpy's arguments must not be)
     std::memcpy(out, bytes_.data() + pos_, n);
     pos_ += n;
   }

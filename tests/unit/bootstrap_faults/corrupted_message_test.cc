@@ -130,9 +130,12 @@ TEST(BootstrapFaults, FlippedAddressTableFieldIsNamedOnTheRank) {
     EXPECT_TRUE(contains(damaged.status.message(), "bootstrap: rank 1 of 2: ")) << damaged.status.message();
     EXPECT_LT(damaged.seconds, 1.0);
     // Rank 0 got a good table, but its ring neighbour gave up: it times out
-    // (its own deadline) naming rank 1.
+    // (its own deadline) naming rank 1, or, if its ring hello reached rank 1
+    // before rank 1 closed its sockets (slow runs, e.g. under ASan), it sees
+    // that connection closed, also naming rank 1.
     const RankOutcome& healthy = r.ranks[0];
-    EXPECT_EQ(healthy.status.code(), Code::kTimeout) << healthy.status.message();
+    EXPECT_TRUE(healthy.status.code() == Code::kTimeout || healthy.status.code() == Code::kRemoteError)
+        << healthy.status.message();
     EXPECT_TRUE(contains(healthy.status.message(), "rank 1")) << healthy.status.message();
     EXPECT_LT(healthy.seconds, 3.0);
     // The root served both ranks and had nothing to complain about.
