@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <stdexcept>
+#include "ddp/file_errors.h"
 
 namespace loom::ddp {
 namespace {
@@ -23,15 +24,8 @@ constexpr size_t kCrcBytes = 4;
 static_assert(std::endian::native == std::endian::little,
               "the checkpoint writer stores floats in native order; add byte swapping");
 
-[[noreturn]] void fail(const std::string& path, const std::string& problem) {
-  throw std::runtime_error(path + ": " + problem);
-}
-
-std::string hex32(uint32_t v) {
-  char buf[16];
-  std::snprintf(buf, sizeof(buf), "0x%08x", v);
-  return buf;
-}
+// The file's path leads every message (ddp/file_errors.h).
+[[noreturn]] void fail(const std::string& path, const std::string& problem) { failFile(path, problem); }
 
 class Writer {
  public:

@@ -6,19 +6,13 @@
 #include <cstdio>
 #include <cstring>
 #include <stdexcept>
+#include "ddp/file_errors.h"
 
 namespace loom::ddp {
 namespace {
 
-[[noreturn]] void fail(const std::string& path, const std::string& problem) {
-  throw std::runtime_error(path + ": " + problem);
-}
-
-std::string hex32(uint32_t v) {
-  char buf[16];
-  std::snprintf(buf, sizeof(buf), "0x%08x", v);
-  return buf;
-}
+// The file's path leads every message (ddp/file_errors.h).
+[[noreturn]] void fail(const std::string& path, const std::string& problem) { failFile(path, problem); }
 
 uint32_t readBigEndian32(const uint8_t* p) {
   return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | uint32_t{p[3]};
