@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <stdexcept>
+
 #include "ddp/file_errors.h"
 
 namespace loom::ddp {

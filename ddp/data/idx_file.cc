@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 #include <stdexcept>
+
 #include "ddp/file_errors.h"
 
 namespace loom::ddp {
