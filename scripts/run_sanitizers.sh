@@ -65,8 +65,13 @@ run_asan() {
   # hwloc dlcloses the plugin first, so LeakSanitizer sees that third-party
   # memory as leaked from an unknown module. Keeping libpciaccess loaded keeps
   # it reachable; the preload is why the link-order check is off.
+  # ldconfig lives in /sbin, which a non-root PATH may lack; awk reads all of
+  # its output (no early exit) so ldconfig never dies of SIGPIPE, which
+  # pipefail would turn into a failure of this whole job.
   local pciaccess
-  pciaccess=$(ldconfig -p | awk '/libpciaccess\.so\.0 /{print $NF; exit}')
+  pciaccess=$( (ldconfig -p 2>/dev/null || /sbin/ldconfig -p 2>/dev/null) |
+    awk '/libpciaccess\.so\.0 / && !found {found = $NF} END {print found}') || pciaccess=""
+  echo "[sanitizers] libpciaccess preload: ${pciaccess:-none}"
   if [[ -n $pciaccess ]]; then
     export LD_PRELOAD=$pciaccess
     ASAN_OPTIONS+=":verify_asan_link_order=0"
