@@ -6,7 +6,8 @@
 namespace loom {
 
 // Fills pid, host name and a host hash (host name + kernel boot id, so two
-// machines that share a host name still differ).
+// machines that share a host name still differ). LOOM_HOST_ID, when set,
+// replaces both: ranks with equal ids are one host, named by the id.
 transport::PeerInfo localPeerInfo(int rank);
 
 }  // namespace loom
