@@ -14,6 +14,8 @@
 
 namespace loom::algo {
 
+struct HostLayout;  // algorithms/host_layout.h
+
 enum class CollType { kAllReduce = 0, kBroadcast, kReduce, kReduceScatter, kAllGather };
 constexpr int kNumCollTypes = 5;
 const char* collTypeName(CollType type);
@@ -48,6 +50,9 @@ struct AlgoContext {
   size_t chunkBytes = 256 * 1024;  // largest piece moved per step; <= every connection's chunkBytes()
   transport::Protocol proto = transport::Protocol::kSimple;  // of every connection in `links`
   bool singleHost = true;  // every rank on this host (shared-memory-only algorithms apply)
+  // Which ranks share a host (the communicator's, immutable, outlives the
+  // call); null: unknown, treated as one host (rank-order rings).
+  const HostLayout* hosts = nullptr;
   // Chunks moved so far, bumped by the primitives for the flight recorder
   // (null: not counted). Only the running thread writes it.
   std::atomic<uint64_t>* progress = nullptr;

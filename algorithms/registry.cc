@@ -2,6 +2,7 @@
 
 #include "algorithms/deterministic.h"
 #include "algorithms/halving_doubling.h"
+#include "algorithms/hierarchical.h"
 #include "algorithms/one_shot.h"
 #include "algorithms/recursive_doubling.h"
 #include "algorithms/ring.h"
@@ -32,6 +33,8 @@ const std::vector<AlgorithmInfo>& allAlgorithms() {
       {"tree", CollType::kAllReduce, treeAllReduce},
       {"tree", CollType::kBroadcast, treeBroadcast},
       {"tree", CollType::kReduce, treeReduce},
+      // Two-level all-reduce across hosts (two or more hosts, equal ranks per host).
+      {"hier", CollType::kAllReduce, hierarchicalAllReduce, hierarchicalApplies},
   };
   return algorithms;
 }

@@ -1,23 +1,26 @@
 // Ring all-gather: every rank's `count` elements end at block `rank` of every
 // recvbuf. Per piece, rank r copies its own piece into block r (unless in
 // place) and sends it; for m = 1..n-2 receives block r-m into recvbuf and
-// forwards it; finally receives block r+1.
+// forwards it; finally receives block r+1. r is the ring position
+// (RingOrder); the block at position p is that of rank rankAt(p).
 #include <algorithm>
 #include <cstring>
 
 #include "algorithms/primitives.h"
 #include "algorithms/ring.h"
+#include "algorithms/ring_order.h"
 
 namespace loom::algo {
 
 Status ringAllGather(const CollArgs& args, const AlgoContext& ctx) {
   const RingView ring(args, ctx);
-  const int n = ring.n, r = ring.rank, next = ring.next, prev = ring.prev;
+  const RingOrder order(ctx);
+  const int n = ring.n, r = order.position(), next = order.next(), prev = order.prev();
   const size_t es = ring.elemSize, chunkElems = ring.chunkElems;
   const std::byte* in = ring.in;
   std::byte* out = ring.out;
-  auto block = [&](int index, size_t base) {
-    int j = ((index % n) + n) % n;
+  auto block = [&](int position, size_t base) {
+    const int j = order.rankAt(position);
     return out + (static_cast<size_t>(j) * args.count + base) * es;
   };
   const bool inPlace = in == block(r, 0);

@@ -9,12 +9,15 @@
 //   gather 1..n-2   block r-m:   receive into recvbuf, send  (recvCopySend)
 //   gather n-1      block r+1:   receive into recvbuf
 // Each step sends at most one chunk more than it received, so FIFOs of two or
-// more slots keep every link busy without deadlock.
+// more slots keep every link busy without deadlock. r is the ring position
+// (RingOrder: host-grouped when the hosts are known); every rank ends with
+// every block, so which position owns which block does not show in results.
 #include <algorithm>
 #include <cstring>
 
 #include "algorithms/primitives.h"
 #include "algorithms/ring.h"
+#include "algorithms/ring_order.h"
 
 namespace loom::algo {
 namespace {
@@ -36,7 +39,8 @@ Block blockOf(size_t base, size_t blockElems, size_t total, int nranks, int inde
 Status ringAllReduce(const CollArgs& args, const AlgoContext& ctx) {
   if (ctx.nranks == 1) return reduceOnOneRank(args);
   const RingView ring(args, ctx);
-  const int n = ring.n, r = ring.rank, next = ring.next, prev = ring.prev;
+  const RingOrder order(ctx);
+  const int n = ring.n, r = order.position(), next = order.next(), prev = order.prev();
   const size_t es = ring.elemSize, chunkElems = ring.chunkElems;
   const std::byte* in = ring.in;
   std::byte* out = ring.out;

@@ -3,24 +3,28 @@
 // sendbuf holds n blocks of `count` elements. Pieces of at most chunkBytes of
 // every block travel together; per piece, rank r sends block r-1, then for
 // k = 1..n-2 receives block r-k-1, adds its own and sends it on, and finally
-// receives block r, adds its own and finalizes into recvbuf.
+// receives block r, adds its own and finalizes into recvbuf. r is the ring
+// position (RingOrder); the block at position p is that of rank rankAt(p),
+// so every rank still ends with the block of its own rank.
 #include <algorithm>
 
 #include "algorithms/primitives.h"
 #include "algorithms/ring.h"
+#include "algorithms/ring_order.h"
 
 namespace loom::algo {
 
 Status ringReduceScatter(const CollArgs& args, const AlgoContext& ctx) {
   if (ctx.nranks == 1) return reduceOnOneRank(args);
   const RingView ring(args, ctx);
-  const int n = ring.n, r = ring.rank, next = ring.next, prev = ring.prev;
+  const RingOrder order(ctx);
+  const int n = ring.n, r = order.position(), next = order.next(), prev = order.prev();
   const size_t es = ring.elemSize, chunkElems = ring.chunkElems;
   const std::byte* in = ring.in;
   std::byte* out = ring.out;
   Steps steps(ctx, {args.dtype, args.op, n});
-  auto blockPiece = [&](int index, size_t base) {
-    int j = ((index % n) + n) % n;
+  auto blockPiece = [&](int position, size_t base) {
+    const int j = order.rankAt(position);
     return in + (static_cast<size_t>(j) * args.count + base) * es;
   };
   for (size_t base = 0; base < args.count; base += chunkElems) {

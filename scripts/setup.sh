@@ -8,8 +8,10 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenmpi-dev openmpi-bin      # optional baseline for perf/compare_mpi.sh
   gnuplot-nox                     # optional: the PNGs of perf/sweep_algorithms.sh
-  python3 procps iproute2
+  python3 procps iproute2 iperf3  # iperf3: perf/multihost_bench.sh (the network baseline)
   libhwloc-dev                    # topology (src/topology): cores, NUMA nodes, caches, NICs, GPUs
+  libibverbs-dev librdmacm-dev    # transports/verbs: InfiniBand/RoCE (built when the headers exist)
+  libucx-dev                      # transports/ucx: UCX (UCP) transport (built when pkg-config finds ucx)
   libopenblas-dev zlib1g-dev       # training layer: BLAS for the model stack, gzip for IDX files
   dataset-fashion-mnist           # the training demo's data (/usr/share/datasets/fashion-mnist)
   python3-torch libtorch-dev pybind11-dev   # bindings/torch: the torch.distributed backend "loom"

@@ -83,6 +83,10 @@ struct SetupContext {
   Logger log;
   bootstrap::Bootstrap* bootstrap = nullptr;  // for collective exchanges during connect()
   WaitContext wait;
+  // Whether the transport policy gave this backend any pair of ranks of the
+  // communicator (the same answer on every rank): if not, connect() may return
+  // at once without its collective exchanges, on every rank alike.
+  bool usedByAnyPair = true;
 };
 
 // One backend (shared memory, TCP, ...) serving one communicator.
@@ -106,7 +110,9 @@ class Transport {
 // A backend in the compile-time registry (src/comm/transport_registry.cc).
 struct TransportFactory {
   const char* name;
-  // Whether this backend can connect `self` with `peer`.
+  // Whether this backend can physically reach `peer` from `self` (same host
+  // for shm, a device for ib, ...). Preference, LOOM_TRANSPORT and the
+  // LOOM_*_DISABLE switches are the policy's (src/comm/transport_policy.h).
   bool (*canConnect)(const PeerInfo& self, const PeerInfo& peer, const Config& config);
   std::unique_ptr<Transport> (*create)();
 };

@@ -1,5 +1,5 @@
 /*
- * Loom: collective communication for host (and, later, CUDA) memory.
+ * Loom: collective communication for host and CUDA device memory.
  *
  * The API mirrors NCCL's so that its users feel at home: the same argument
  * order, the same in-place conventions and the same result-code categories.
@@ -156,6 +156,22 @@ loomResult_t loomStreamSynchronize(loomStream_t stream);
 loomResult_t loomStreamQuery(loomStream_t stream);
 /* Synchronizes, then frees the stream. */
 loomResult_t loomStreamDestroy(loomStream_t stream);
+
+/* The Loom stream bound to a CUDA stream (cudaStream_t, passed as void*; NULL
+ * is the legacy default stream). A collective enqueued on it returns at once;
+ * it starts after the work enqueued before it on the CUDA stream has finished,
+ * and the CUDA stream's later work waits until it has completed (also when it
+ * failed: its error then surfaces through loomCommGetAsyncError and
+ * loomStreamSynchronize, as with NCCL). Buffers may be device memory.
+ * Lifetime: created on the first call for a CUDA stream and cached for the
+ * process, so later calls (from any thread) return the same handle; it lives
+ * until loomStreamDestroy (after which a call creates a new one) or process
+ * exit. Destroy it before the CUDA stream if your program creates and
+ * destroys CUDA streams repeatedly.
+ * When Loom has no usable CUDA device (built without CUDA, no driver, no GPU)
+ * it returns loomSuccess with *stream = NULL: collectives on a NULL stream are
+ * blocking, which keeps stream order for host buffers. */
+loomResult_t loomStreamFromCuda(void* cudaStream, loomStream_t* stream);
 
 /* Collectives: NCCL's argument order and in-place conventions.
  *  AllReduce:     in place when sendbuff == recvbuff.

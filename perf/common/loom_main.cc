@@ -6,6 +6,7 @@
 #include <thread>
 #include <vector>
 
+#include "algo_compare.h"
 #include "options.h"
 #include "sweep.h"
 
@@ -132,6 +133,9 @@ int loomPerfMain(int argc, char** argv, const LoomCollective& collective) {
     if (place.process == 0) std::fprintf(stderr, "%s: -r %d is not a rank (there are %d)\n", argv[0], options.root, nranks);
     return 2;
   }
+
+  if (!options.algos.empty())
+    return runAlgoComparison(options, collective, place.id, place.process * options.threads, options.threads, nranks);
 
   std::vector<SweepOutcome> outcomes(options.threads);
   std::vector<std::thread> threads;

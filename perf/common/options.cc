@@ -2,6 +2,7 @@
 
 #include <getopt.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -38,6 +39,13 @@ constexpr const char* kUsage =
     "  -J,--output_file <file> also write the results as JSON\n"
     "  -M,--membound <0|1>     measure the host's stream bandwidth and print each size's share of\n"
     "                          the memory-traffic bound (default 1 where defined: all-reduce)\n"
+    "  --algos <list>          compare algorithms in one run instead of the table above: one\n"
+    "                          communicator per name (LOOM_ALGO set to it; auto: unset), measured\n"
+    "                          interleaved at each size (names: ring,tree,hd,rd,oneshot,chain,\n"
+    "                          deterministic,auto; /simple or /ll forces the protocol too, as\n"
+    "                          LOOM_PROTO; e.g. --algos ring,tree,hd,rd,oneshot,auto or ring/ll,auto)\n"
+    "  --reps <n>              --algos: rounds per size, each timing -n iterations of every\n"
+    "                          communicator in a rotated order; the median counts (default 5)\n"
     "  -h,--help               this text\n";
 
 bool parseLong(const char* text, long low, long high, long* value) {
@@ -79,6 +87,10 @@ bool parseTypes(std::string_view text, std::vector<loomDataType_t>* types) {
   return true;
 }
 
+// Long-only flags: getopt_long returns these codes (beyond any char).
+constexpr int kAlgosFlag = 256;
+constexpr int kRepsFlag = 257;
+
 // Applies one flag; false when its value is invalid.
 bool applyFlag(int flag, const char* value, PerfOptions* o) {
   constexpr int kMaxInt = std::numeric_limits<int>::max();
@@ -106,6 +118,7 @@ bool applyFlag(int flag, const char* value, PerfOptions* o) {
     }
     case 'J': o->jsonPath = value; return !o->jsonPath.empty();
     case 'M': return parseInt(value, 0, 1, &o->memoryBound);
+    case kRepsFlag: return parseInt(value, 1, 1 << 20, &o->algoReps);
     default: return false;
   }
 }
@@ -154,6 +167,7 @@ ParseOutcome parseOptions(int argc, char** argv, PerfOptions* options, bool quie
       {"root", required_argument, nullptr, 'r'},      {"blocking", required_argument, nullptr, 'z'},
       {"average", required_argument, nullptr, 'a'},   {"timeout", required_argument, nullptr, 'T'},
       {"output_file", required_argument, nullptr, 'J'}, {"membound", required_argument, nullptr, 'M'},
+      {"algos", required_argument, nullptr, kAlgosFlag}, {"reps", required_argument, nullptr, kRepsFlag},
       {"help", no_argument, nullptr, 'h'},
       {nullptr, 0, nullptr, 0}};
   const char* tool = argc > 0 ? argv[0] : "perf";
@@ -171,16 +185,62 @@ ParseOutcome parseOptions(int argc, char** argv, PerfOptions* options, bool quie
     }
     if (flag == '?' || flag == ':') {
       const std::string what = flag == '?' ? "unknown option " : "missing value for option ";
-      return reject(what + (optopt ? std::string("-") + static_cast<char>(optopt) : std::string(argv[optind - 1])));
+      const bool shortFlag = optopt > 0 && optopt < 256;  // long-only flags report their code, not a char
+      return reject(what + (shortFlag ? std::string("-") + static_cast<char>(optopt) : std::string(argv[optind - 1])));
+    }
+    if (flag == kAlgosFlag) {
+      std::string why;
+      if (!parseAlgoList(optarg, &options->algos, &why)) return reject("--algos '" + std::string(optarg) + "': " + why);
+      continue;
     }
     if (flag == 'g' && !applyFlag(flag, optarg, options))
       return reject(std::string("invalid value '") + optarg + "' for -g: host memory means one device per thread, -g 1");
     if (!applyFlag(flag, optarg, options))
-      return reject(std::string("invalid value '") + optarg + "' for -" + static_cast<char>(flag));
+      return reject(std::string("invalid value '") + optarg + "' for " +
+                    (flag == kRepsFlag ? std::string("--reps") : std::string("-") + static_cast<char>(flag)));
   }
   if (optind < argc) return reject(std::string("unexpected argument '") + argv[optind] + "'");
   const std::string why = inconsistency(*options);
   return why.empty() ? ParseOutcome::kRun : reject(why);
+}
+
+bool parseAlgoList(const char* text, std::vector<std::string>* algos, std::string* why) {
+  std::vector<std::string> names;
+  std::string_view rest(text);
+  while (true) {
+    const size_t comma = rest.find(',');
+    std::string name(rest.substr(0, comma));
+    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (name.empty()) {
+      *why = "empty name (give a comma list such as ring,tree,auto)";
+      return false;
+    }
+    const size_t slash = name.find('/');
+    const std::string algo = name.substr(0, slash);
+    bool known = false;
+    for (const char* k : kAlgoNames) known = known || algo == k;
+    if (!known) {
+      *why = "unknown algorithm '" + algo + "' (known: ring, tree, hd, rd, oneshot, chain, deterministic, auto)";
+      return false;
+    }
+    if (slash != std::string::npos) {
+      const std::string proto = name.substr(slash + 1);
+      if (algo == "auto" || (proto != "simple" && proto != "ll")) {
+        *why = "'" + name + "': a protocol goes after a forced algorithm, as ring/simple or ring/ll";
+        return false;
+      }
+    }
+    for (const std::string& seen : names)
+      if (seen == name) {
+        *why = "'" + name + "' is listed twice";
+        return false;
+      }
+    names.push_back(std::move(name));
+    if (comma == std::string_view::npos) break;
+    rest.remove_prefix(comma + 1);
+  }
+  *algos = std::move(names);
+  return true;
 }
 
 std::vector<size_t> sweepSizes(const PerfOptions& o) {

@@ -35,6 +35,10 @@ struct PerfOptions {
   // memory-traffic bound (memory_bound.h). -1: on where the collective
   // defines its traffic (all-reduce), 0: off, 1: asked for explicitly.
   int memoryBound = -1;
+  // --algos: compare these algorithms in one run (algo_compare.h) instead of
+  // the nccl-tests table; "auto" is Loom's own choice. Empty: the normal sweep.
+  std::vector<std::string> algos;
+  int algoReps = 5;                     // --reps: interleaved rounds per size (--algos)
 };
 
 enum class ParseOutcome { kRun, kHelp, kError };
@@ -47,6 +51,14 @@ ParseOutcome parseOptions(int argc, char** argv, PerfOptions* options, bool quie
 
 // "8", "64K", "32M", "1G" (powers of 1024, either case); nullopt-like false on garbage.
 bool parseSize(const char* text, size_t* bytes);
+
+// "ring,tree/ll,auto" -> {"ring", "tree/ll", "auto"}: names Loom's LOOM_ALGO
+// knows (kAlgoNames) or "auto", each optionally followed by "/simple" or
+// "/ll" (the protocol forced too, LOOM_PROTO), each at most once,
+// case-insensitive (stored lower case). False, with the reason in *why, on an
+// empty list, an empty item, an unknown name or protocol, or a repeated item.
+bool parseAlgoList(const char* text, std::vector<std::string>* algos, std::string* why);
+inline constexpr const char* kAlgoNames[] = {"ring", "tree", "hd", "rd", "oneshot", "chain", "deterministic", "auto"};
 
 // The sizes of the sweep: minBytes, then * stepFactor or + stepBytes, up to maxBytes.
 std::vector<size_t> sweepSizes(const PerfOptions& options);

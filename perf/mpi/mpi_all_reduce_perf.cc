@@ -125,6 +125,7 @@ double busBwFactor(int nranks) { return 2.0 * (nranks - 1) / nranks; }
 // bfloat16 from -d all (with a note) since MPI has no such types.
 std::string unsupported(PerfOptions* o, bool printing) {
   if (o->threads != 1) return "-t must be 1: each MPI process is one rank";
+  if (!o->algos.empty()) return "--algos compares Loom's algorithms; Open MPI has none to force";
   if (o->aggIters != 1) return "-m must be 1: MPI has no group calls";
   std::vector<loomDataType_t> kept;
   for (loomDataType_t t : o->types)

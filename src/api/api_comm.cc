@@ -7,6 +7,7 @@
 #include <thread>
 #include <vector>
 
+#include "api/cuda_streams.h"
 #include "api/group.h"
 #include "api/handles.h"
 #include "bootstrap/bootstrap.h"
@@ -326,6 +327,7 @@ loomResult_t loomStreamDestroy(loomStream_t stream) {
   Status s = checkStream(stream, "loomStreamDestroy");
   if (!s.isOk()) return fail(nullptr, s);
   (void)stream->impl.synchronize();
+  loom::api::forgetCudaStream(stream);
   loom::api::unregisterStream(stream);
   delete stream;
   return loomSuccess;

@@ -8,6 +8,8 @@
 
 #include "comm/host_identity.h"
 #include "comm/stream.h"
+#include "cuda/comm_devices.h"
+#include "comm/transport_policy.h"
 #include "comm/transport_registry.h"
 #include "algorithms/registry.h"
 #include "common/format.h"
@@ -58,6 +60,7 @@ Result<std::unique_ptr<Communicator>> Communicator::create(const bootstrap::Uniq
   comm->diag_ = std::make_unique<Diagnostics>(comm->config_, rank, nranks,
                                               comm->peers_[static_cast<size_t>(rank)].hostName, comm->log_);
   LOOM_TRY(comm->diag_->agreeOnCheck(*comm->bootstrap_, comm->makeWait()));
+  comm->devices_ = cuda::CommDevices::create({rank, nranks, comm->singleHost_, comm->bootstrap_.get()}, comm->log_);
   comm->executor_ = std::make_unique<Executor>();
   if (rank == 0)
     LOOM_INFO(comm->log_, kSubsysInit, "Loom %d.%d.%d, reduction kernels: %s", LOOM_MAJOR,
@@ -93,6 +96,7 @@ Status Communicator::connectPeers(const bootstrap::UniqueId& id) {
   }
 
   adaptWaitsToHost();
+  hostLayout_ = std::make_unique<const algo::HostLayout>(algo::HostLayout::fromPeers(peers_, rank_));
 
   // Tuner options: every rank must pick the same algorithm for a call, so all
   // use rank 0's (one small bootstrap exchange when they already agree).
@@ -106,19 +110,8 @@ Status Communicator::connectPeers(const bootstrap::UniqueId& id) {
   // Every rank instantiates every backend and calls connect() on each, in
   // registry order, because connect() is collective (it may use the bootstrap).
   links_ = std::make_unique<LinkTable>(nranks_, transport::Protocol::kSimple);
-  const auto& self = peers_[static_cast<size_t>(rank_)];
-  std::vector<std::vector<int>> served(transportRegistry().size());
-  for (int peer = 0; peer < nranks_; ++peer) {
-    if (peer == rank_) continue;
-    const auto& other = peers_[static_cast<size_t>(peer)];
-    size_t chosen = served.size();
-    for (size_t t = 0; t < transportRegistry().size() && chosen == served.size(); ++t)
-      if (transportRegistry()[t]->canConnect(self, other, config_)) chosen = t;
-    LOOM_ENFORCE(chosen < served.size(), Code::kSystemError,
-                 "no transport can connect rank %d (host %s) with rank %d (host %s)", rank_, self.hostName,
-                 peer, other.hostName);
-    served[chosen].push_back(peer);
-  }
+  auto served = choosePeerTransports();
+  LOOM_TRY(served.status());
   std::vector<transport::Transport*> inUse;
   transport::SetupContext setup;
   setup.rank = rank_;
@@ -129,18 +122,70 @@ Status Communicator::connectPeers(const bootstrap::UniqueId& id) {
   setup.log = log_;
   setup.bootstrap = bootstrap_.get();
   setup.wait = makeWait();
-  for (size_t t = 0; t < served.size(); ++t) {
+  for (size_t t = 0; t < transportRegistry().size(); ++t) {
+    const auto& mine = served->peers[t];
     auto backend = transportRegistry()[t]->create();
-    LOOM_TRY(backend->connect(setup, served[t]));
-    for (int peer : served[t]) links_->set(peer, backend.get());
-    if (!served[t].empty() && backend->health()) health_ = backend->health();
-    if (!served[t].empty()) inUse.push_back(backend.get());
-    if (!served[t].empty())
-      LOOM_INFO(log_, kSubsysTransport, "%s serves %zu peer(s)", backend->name(), served[t].size());
+    setup.usedByAnyPair = served->usedByAnyPair[t];
+    LOOM_TRY(backend->connect(setup, mine));
+    for (int peer : mine) links_->set(peer, backend.get());
+    if (!mine.empty() && backend->health()) health_ = backend->health();
+    if (!mine.empty()) inUse.push_back(backend.get());
+    if (!mine.empty()) {
+      std::string list;
+      for (int peer : mine) list += strprintf("%s%d", list.empty() ? "" : ",", peer);
+      LOOM_INFO(log_, kSubsysTransport, "%s serves %zu peer(s): %s", backend->name(), mine.size(), list.c_str());
+    }
     transports_.push_back(std::move(backend));
   }
   connectProtocols(inUse);
   return Status::ok();
+}
+
+// Which registry backend serves each peer (src/comm/transport_policy.h). Every
+// rank judges each peer (its own settings, build and devices), the judgments
+// are all-gathered, and every rank applies the same symmetric rule to every
+// pair: so both ends of a pair agree, and every rank knows whether a backend
+// serves any pair at all (a backend no pair uses skips its collective setup).
+Result<Communicator::PeerTransports> Communicator::choosePeerTransports() const {
+  namespace policy = transport_policy;
+  const auto& registry = transportRegistry();
+  std::vector<int> slotToBackend(policy::kNumSlots, -1);
+  for (size_t t = 0; t < registry.size(); ++t) {
+    const int slot = policy::slotOf(registry[t]->name);
+    LOOM_ENFORCE(slot >= 0, Code::kInternalError, "transport '%s' is not in the transport policy's preference list",
+                 registry[t]->name);
+    slotToBackend[static_cast<size_t>(slot)] = static_cast<int>(t);
+  }
+  const auto n = static_cast<size_t>(nranks_);
+  std::vector<policy::Verdicts> verdicts(n * n, 0);  // row r: rank r's verdicts on each peer
+  const auto& self = peers_[static_cast<size_t>(rank_)];
+  for (size_t peer = 0; peer < n; ++peer)
+    if (static_cast<int>(peer) != rank_)
+      verdicts[static_cast<size_t>(rank_) * n + peer] = policy::localVerdicts(self, peers_[peer], config_, registry);
+  if (nranks_ > 1) LOOM_TRY(bootstrap_->allGather(verdicts.data(), n, makeWait()));
+
+  PeerTransports out;
+  out.peers.assign(registry.size(), {});
+  out.usedByAnyPair.assign(registry.size(), false);
+  for (size_t a = 0; a < n; ++a) {
+    for (size_t b = a + 1; b < n; ++b) {
+      const policy::Verdicts aOnB = verdicts[a * n + b], bOnA = verdicts[b * n + a];
+      const int slot = policy::choosePair(aOnB, bOnA);
+      if (slot < 0) {
+        // Every rank finds the same first failing pair and fails with it.
+        const bool selfIsA = static_cast<int>(a) == rank_, selfIsB = static_cast<int>(b) == rank_;
+        return policy::explainRejection(peers_[a], aOnB, selfIsA ? &config_ : nullptr, peers_[b], bOnA,
+                                        selfIsB ? &config_ : nullptr, registry)
+            .withContext(strprintf("creating the communicator on rank %d: ", rank_));
+      }
+      const auto t = static_cast<size_t>(slotToBackend[static_cast<size_t>(slot)]);
+      out.usedByAnyPair[t] = true;
+      if (static_cast<int>(a) == rank_) out.peers[t].push_back(static_cast<int>(b));
+      if (static_cast<int>(b) == rank_) out.peers[t].push_back(static_cast<int>(a));
+    }
+  }
+  for (auto& list : out.peers) std::sort(list.begin(), list.end());
+  return out;
 }
 
 void Communicator::connectProtocols(const std::vector<transport::Transport*>& inUse) {
@@ -195,6 +240,18 @@ Status Communicator::execute(const algo::CollArgs& args, const CompletionPtr& af
                            [] { return std::string("the previous operation on the stream"); });
     if (!dep.isOk()) return dep;
   }
+  if (devices_) {
+    // Device buffers (src/cuda): staged through pinned host memory, with the
+    // host algorithm below run on the staging buffers (this function again),
+    // or run directly between the devices. Host buffers fall through.
+    bool handled = false;
+    Status device = devices_->runCollective(
+        args, wait, [&](const algo::CollArgs& host) { return execute(host, nullptr, ticket); }, &handled);
+    if (!device.isOk() && !failed_.load())
+      recordError(device.withContext(strprintf("%s (count %zu, %s) on rank %d: ", algo::collTypeName(args.type),
+                                               args.count, dataTypeName(args.dtype), rank_)));
+    if (handled || !device.isOk()) return device;
+  }
   // One context per protocol the communicator has links for; the tuner picks
   // the algorithm and the protocol together.
   algo::AlgoContext ctxs[transport::kNumProtocols];
@@ -211,6 +268,7 @@ Status Communicator::execute(const algo::CollArgs& args, const CompletionPtr& af
     ctx.chunkBytes = proto == transport::Protocol::kLL ? llChunkBytes_ : config_.chunkBytes;
     ctx.proto = proto;
     ctx.singleHost = singleHost_;
+    ctx.hosts = hostLayout_.get();
     available[static_cast<size_t>(p)] = &ctx;
   }
   const tuner::Choice choice = tuner_->choose(args, available);
@@ -271,6 +329,7 @@ struct AsyncCollective final : Completion {
   algo::CollArgs args;
   CompletionPtr after;  // the stream predecessor, dropped once this op ran (no chain of old ops)
   OpTicket ticket;
+  std::shared_ptr<cuda::PriorWork> devicePrior;  // CUDA-bound streams: the CUDA stream's earlier work
 };
 
 }  // namespace
@@ -279,17 +338,30 @@ CompletionPtr Communicator::enqueueAsync(const algo::CollArgs& args, Stream* str
   auto op = std::make_shared<AsyncCollective>(args);
   op->after = stream ? stream->push(op) : nullptr;
   op->ticket = diag_->enqueued(OpDescriptor::of(args));
+  cuda::DeviceStream* device = stream ? stream->device() : nullptr;
+  if (device) op->devicePrior = device->markPriorWork();
   CompletionPtr completion = op;
   AsyncCollective* raw = op.get();
   executor_->submit({[this, raw] {
                        struct DropPredecessor {
                          AsyncCollective* op;
-                         ~DropPredecessor() { op->after.reset(); }
+                         ~DropPredecessor() {
+                           op->after.reset();
+                           op->devicePrior.reset();
+                         }
                        } drop{raw};
-                       return diag_->run(raw->ticket, [&] { return execute(raw->args, raw->after, raw->ticket); });
+                       return diag_->run(raw->ticket, [&] {
+                         LOOM_TRY(waitDevicePrior(raw->devicePrior.get()));
+                         return execute(raw->args, raw->after, raw->ticket);
+                       });
                      },
                      std::move(op)},
                     true);
+  if (device) {
+    if (Status s = device->orderAfter(completion); !s.isOk() && !failed_.load())
+      recordError(s.withContext(strprintf("ordering the CUDA stream after %s on rank %d: ",
+                                          algo::collTypeName(args.type), rank_)));
+  }
   return completion;
 }
 
@@ -345,5 +417,15 @@ std::string Communicator::lastError() const {
 
 // comm_p2p.cc cannot see LinkTable: point to point runs over the Simple links.
 algo::Links* Communicator::p2pLinks() const { return links_.get(); }
+
+Status Communicator::waitDevicePrior(cuda::PriorWork* prior) {
+  if (!prior) return Status::ok();
+  Status s = prior->wait(makeWait());
+  if (!s.isOk()) {
+    s = s.withContext(strprintf("rank %d, waiting for the CUDA stream: ", rank_));
+    if (!failed_.load()) recordError(s);
+  }
+  return s;
+}
 
 }  // namespace loom

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "algorithms/algorithm.h"
+#include "algorithms/host_layout.h"
 #include "algorithms/p2p.h"
 #include "bootstrap/bootstrap.h"
 #include "comm/algorithm_selection.h"
@@ -34,6 +35,10 @@
 namespace loom {
 
 class Stream;
+namespace cuda {
+class CommDevices;
+class PriorWork;
+}  // namespace cuda
 
 class Communicator {
  public:
@@ -110,10 +115,21 @@ class Communicator {
   // Builds the LL link table (if every transport in use supports LL) and
   // notes whether all peers share this host.
   void connectProtocols(const std::vector<transport::Transport*>& inUse);
+  // Per registry backend: the peers it serves for this rank, and whether it
+  // serves any pair of the communicator (transport_policy.h).
+  struct PeerTransports {
+    std::vector<std::vector<int>> peers;
+    std::vector<bool> usedByAnyPair;
+  };
+  Result<PeerTransports> choosePeerTransports() const;
   void adaptWaitsToHost();
   Status execute(const algo::CollArgs& args, const CompletionPtr& after, const OpTicket& ticket);
   WaitContext makeWait() const;
   void recordError(const Status& status);
+  // Device memory (src/cuda): waits for the CUDA stream's earlier work
+  // (null: none), and runs fused send/recv ops, staging device buffers.
+  Status waitDevicePrior(cuda::PriorWork* prior);
+  Status runP2POps(const std::vector<algo::P2POp>& ops, const algo::AlgoContext& ctx);
 
   class LinkTable;
 
@@ -136,6 +152,7 @@ class Communicator {
   std::unique_ptr<LinkTable> llLinks_;
   size_t llChunkBytes_ = 0;  // min(config chunk, every LL connection's chunkBytes())
   bool singleHost_ = true;   // every peer on this host
+  std::unique_ptr<const algo::HostLayout> hostLayout_;  // from the peer table, for AlgoContext::hosts
   std::atomic<bool> abort_{false};
   std::atomic<bool> failed_{false};
   mutable std::mutex errorMu_;
@@ -143,6 +160,8 @@ class Communicator {
   std::string lastError_;
   // Flight recorder, LOOM_CHECK, LOOM_TRACE, LOOM_DUMP_ON_SIGNAL (comm/diagnostics.h).
   std::unique_ptr<Diagnostics> diag_;
+  // Device buffers: null in a process without a usable CUDA device.
+  std::unique_ptr<cuda::CommDevices> devices_;
   std::unique_ptr<Executor> executor_;  // last: its worker uses everything above
 };
 

@@ -10,6 +10,7 @@
 #include "algorithms/barrier.h"
 #include "comm/comm.h"
 #include "comm/stream.h"
+#include "cuda/comm_devices.h"
 #include "common/format.h"
 
 namespace loom {
@@ -111,11 +112,20 @@ CompletionPtr Communicator::enqueueWorkAsync(std::string what, OpDescriptor op, 
   auto completion = std::make_shared<Completion>();
   CompletionPtr after = stream ? stream->push(completion) : nullptr;
   const OpTicket ticket = diag_->enqueued(op, op.collective() ? std::string() : what);
-  executor_->submit({[this, what = std::move(what), work = std::move(work), after, ticket] {
-                       return diag_->run(ticket, [&] { return executeWork(what, work, after, ticket); });
+  cuda::DeviceStream* device = stream ? stream->device() : nullptr;
+  std::shared_ptr<cuda::PriorWork> prior = device ? device->markPriorWork() : nullptr;
+  const std::string context = strprintf("ordering the CUDA stream after %s on rank %d: ", what.c_str(), rank_);
+  executor_->submit({[this, what = std::move(what), work = std::move(work), after, ticket, prior] {
+                       return diag_->run(ticket, [&] {
+                         LOOM_TRY(waitDevicePrior(prior.get()));
+                         return executeWork(what, work, after, ticket);
+                       });
                      },
                      completion},
                     true);
+  if (device) {
+    if (Status s = device->orderAfter(completion); !s.isOk() && !failed_.load()) recordError(s.withContext(context));
+  }
   return completion;
 }
 
@@ -158,16 +168,28 @@ CompletionPtr Communicator::enqueueP2PAsync(std::vector<algo::P2POp> ops, Stream
                                             const OpDescriptor* collective) {
   std::string what = describeP2P(ops);
   const OpDescriptor op = p2pDescriptor(ops, collective);
-  return enqueueWorkAsync(std::move(what), op,
-                          [ops = std::move(ops)](const algo::AlgoContext& ctx) { return algo::runP2P(ops, ctx); },
-                          stream);
+  return enqueueWorkAsync(
+      std::move(what), op, [this, ops = std::move(ops)](const algo::AlgoContext& ctx) { return runP2POps(ops, ctx); },
+      stream);
 }
 
 Status Communicator::enqueueP2P(std::vector<algo::P2POp> ops, Stream* stream, const OpDescriptor* collective) {
   std::string what = describeP2P(ops);
   const OpDescriptor op = p2pDescriptor(ops, collective);
-  return enqueueWork(std::move(what), op,
-                     [ops = std::move(ops)](const algo::AlgoContext& ctx) { return algo::runP2P(ops, ctx); }, stream);
+  return enqueueWork(
+      std::move(what), op, [this, ops = std::move(ops)](const algo::AlgoContext& ctx) { return runP2POps(ops, ctx); },
+      stream);
+}
+
+Status Communicator::runP2POps(const std::vector<algo::P2POp>& ops, const algo::AlgoContext& ctx) {
+  if (devices_) {
+    // Device buffers are staged through pinned host memory around the fused operation.
+    bool handled = false;
+    Status s = devices_->runP2P(
+        ops, ctx.wait, [&](const std::vector<algo::P2POp>& host) { return algo::runP2P(host, ctx); }, &handled);
+    if (handled || !s.isOk()) return s;
+  }
+  return algo::runP2P(ops, ctx);
 }
 
 CompletionPtr Communicator::enqueueBarrierAsync(Stream* stream) {

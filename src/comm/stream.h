@@ -3,14 +3,19 @@
 // Ops enqueued on a stream may belong to different communicators; each op
 // records the completion of the op enqueued before it on the same stream,
 // and its executor starts it only after that one has finished, which keeps
-// stream order across communicators. A CUDA stream will take the same place
-// later by implementing the same three operations with events.
+// stream order across communicators.
+//
+// A stream from loomStreamFromCuda is also bound to a CUDA stream
+// (cuda/device_stream.h): each op then first waits for the work enqueued
+// before it on the CUDA stream, and later CUDA work waits for the op.
 #pragma once
 
 #include <deque>
+#include <memory>
 #include <mutex>
 
 #include "comm/completion.h"
+#include "cuda/device_stream.h"
 
 namespace loom {
 
@@ -25,8 +30,15 @@ class Stream {
   // kInProgress otherwise.
   Status query();
 
+  // Binds the stream to a CUDA stream; once, before the stream is published.
+  void bindDevice(std::unique_ptr<cuda::DeviceStream> device) { device_ = std::move(device); }
+  // Null for a host stream.
+  cuda::DeviceStream* device() const { return device_.get(); }
+
  private:
   void pruneLocked();
+
+  std::unique_ptr<cuda::DeviceStream> device_;
 
   std::mutex mu_;
   std::deque<CompletionPtr> outstanding_;  // in stream order, so they finish front first

@@ -2,15 +2,26 @@
 
 #include "transports/shm/shm_transport.h"
 #include "transports/tcp/tcp_transport.h"
+#ifdef LOOM_HAVE_UCX
+#include "transports/ucx/ucx_transport.h"
+#endif
+#ifdef LOOM_HAVE_VERBS
+#include "transports/verbs/verbs_transport.h"
+#endif
 
 namespace loom {
 
 const std::vector<const transport::TransportFactory*>& transportRegistry() {
-  // TCP accepts only peers on other hosts unless LOOM_TRANSPORT=tcp forces it
-  // for every peer, so listing it first lets that override win while same-host
-  // peers otherwise stay on shared memory (the fastest path on one host).
-  // UCX and verbs join this list in a later issue.
+  // Which backend serves a peer is the transport policy's choice
+  // (comm/transport_policy.h: shm on one host, else ib, ucx, tcp; LOOM_TRANSPORT
+  // and LOOM_*_DISABLE), not this list's order; a backend here is built in.
   static const std::vector<const transport::TransportFactory*> registry = {
+#ifdef LOOM_HAVE_VERBS
+      &transport::verbsTransportFactory(),  // "ib": InfiniBand/RoCE (transports/verbs)
+#endif
+#ifdef LOOM_HAVE_UCX
+      &transport::ucxTransportFactory(),
+#endif
       &transport::tcpTransportFactory(),
       &transport::shmTransportFactory(),
   };

@@ -1,5 +1,5 @@
-// The compile-time list of transport backends and the per-peer choice among
-// them: the first backend whose canConnect() accepts a peer serves it.
+// The compile-time list of transport backends; which one serves each peer is
+// decided by comm/transport_policy.h.
 #pragma once
 
 #include <vector>
@@ -8,7 +8,7 @@
 
 namespace loom {
 
-// Backends in order of preference.
+// Backends built into this Loom.
 const std::vector<const transport::TransportFactory*>& transportRegistry();
 
 }  // namespace loom

@@ -46,7 +46,12 @@ const std::vector<KnobDoc>& configKnobs() {
       {"LOOM_SPIN_US", "5 (0 when a host runs more ranks than it has cores)", "microseconds a wait busy-polls before it starts to yield the core"},
       {"LOOM_YIELD_US", "200", "microseconds a wait polls with sched_yield before it sleeps on a futex"},
       {"LOOM_SHM_DIR", "/dev/shm", "directory of shared-memory segments"},
-      {"LOOM_TRANSPORT", "", "force one transport for every peer: tcp (e.g. to test TCP on one host), shm; empty: shared memory within a host, TCP across hosts"},
+      {"LOOM_TRANSPORT", "", "force one transport for every peer: shm, ib, ucx, tcp (e.g. tcp to test TCP on one host); empty: shared memory within a host; across hosts ib if a device exists, else ucx if built in, else tcp"},
+      {"LOOM_SHM_DISABLE", "0", "1: never use shared memory (peers on this host go over the network transports)"},
+      {"LOOM_IB_DISABLE", "0", "1: never use the verbs (InfiniBand/RoCE) transport"},
+      {"LOOM_UCX_DISABLE", "0", "1: never use the UCX transport"},
+      {"LOOM_TCP_DISABLE", "0", "1: never use the TCP transport"},
+      {"LOOM_TCP_TEST_DELAY_US", "0", "tests and benchmarks only: the TCP transport holds each chunk this many microseconds after commit before sending it (emulated link latency; 0..1000000)"},
       {"LOOM_NSOCKS", "2", "TCP sockets per peer that chunks are striped over (1..16)"},
       {"LOOM_SOCKET_IFNAME", "", "interfaces TCP listens on, as NCCL_SOCKET_IFNAME: comma list of name prefixes, ^ excludes, = exact names (eth0, ^docker,lo, =eth0); empty: first interface up that is not docker* or lo, else lo"},
       {"LOOM_ALGO", "", "algorithms the tuner may pick: comma list (ring, rd, tree, hd, oneshot, chain, deterministic), ^ excludes, per collective as allreduce:tree,ring;broadcast:chain; case-insensitive; empty lets Loom choose"},
@@ -94,9 +99,22 @@ Config Config::fromEnv(std::vector<std::string>* warnings) {
     if (!parseInt(v, 0, 10000000, &c.yieldMicros)) warn("LOOM_YIELD_US", v, "expected microseconds in [0, 1e7]");
   if (const char* v = std::getenv("LOOM_SHM_DIR"); v && *v) c.shmDir = v;
   if (const char* v = std::getenv("LOOM_TRANSPORT"); v && *v) {
-    if (std::string(v) != "tcp" && std::string(v) != "shm") warn("LOOM_TRANSPORT", v, "expected tcp or shm");
-    else c.transport = v;
+    const std::string t = v;
+    if (t != "shm" && t != "ib" && t != "ucx" && t != "tcp") warn("LOOM_TRANSPORT", v, "expected shm, ib, ucx or tcp");
+    else c.transport = t;
   }
+  for (const char* name : {"shm", "ib", "ucx", "tcp"}) {
+    std::string var = "LOOM_" + std::string(name) + "_DISABLE";
+    for (auto& ch : var) ch = static_cast<char>(ch >= 'a' && ch <= 'z' ? ch - 'a' + 'A' : ch);
+    int off = 0;
+    if (const char* v = std::getenv(var.c_str()); v && *v) {
+      if (!parseInt(v, 0, 1, &off)) warn(var.c_str(), v, "expected 0 or 1");
+      else if (off == 1) c.disabledTransports.push_back(name);
+    }
+  }
+  if (const char* v = std::getenv("LOOM_TCP_TEST_DELAY_US"); v && *v)
+    if (!parseInt(v, 0, 1000000, &c.tcpTestDelayMicros))
+      warn("LOOM_TCP_TEST_DELAY_US", v, "expected microseconds in [0, 1000000]");
   if (const char* v = std::getenv("LOOM_NSOCKS"); v && *v)
     if (!parseInt(v, 1, 16, &c.socketsPerPeer)) warn("LOOM_NSOCKS", v, "expected an integer in [1, 16]");
   if (const char* v = std::getenv("LOOM_SOCKET_IFNAME"); v && *v) c.socketIfname = v;

@@ -5,7 +5,9 @@
 #include <mutex>
 #include <set>
 
+#include "algorithms/host_layout.h"
 #include "common/format.h"
+#include "tuner/multi_host_cost.h"
 
 namespace loom::tuner {
 namespace {
@@ -58,6 +60,10 @@ Tuner::Tuner(const TunerOptions& options, int nranks, const std::vector<algo::Al
                          options.table.points(a.type, names_.back(), proto, nranks)});
     }
   }
+  for (int c = 0; c < algo::kNumCollTypes; ++c)
+    for (int p = 0; p < transport::kNumProtocols; ++p)
+      network_.push_back(
+          options.table.params(static_cast<CollType>(c), kNetworkAlgoName, static_cast<Protocol>(p), nranks));
   algoFilter_ = NameFilter::parse(
       options.algo, "LOOM_ALGO", "algorithm",
       [this](int coll, const std::string& name) {
@@ -94,6 +100,16 @@ double Tuner::predict(size_t algorithm, Protocol proto, double bytes, double chu
   return std::exp(std::log(t0) + f * (std::log(t1) - std::log(t0)));
 }
 
+double Tuner::predictIn(size_t algorithm, Protocol proto, double bytes, const algo::AlgoContext& ctx) const {
+  const algo::HostLayout* hosts = ctx.hosts;
+  if (!hosts || hosts->nHosts() < 2) return predict(algorithm, proto, bytes, static_cast<double>(ctx.chunkBytes));
+  // Measured points (one host) do not describe a network: alpha-beta only.
+  const auto& info = algorithms_[algorithm];
+  const CostParams& net = network_[static_cast<size_t>(info.type) * transport::kNumProtocols + static_cast<size_t>(proto)];
+  return predictAcrossHosts(info.type, names_[algorithm].c_str(), nranks_, {hosts->nHosts(), hosts->maxRanksPerHost()},
+                            bytes, static_cast<double>(ctx.chunkBytes), model(algorithm, proto).params, net);
+}
+
 Choice Tuner::pick(const algo::CollArgs& args, const ProtoContexts& ctxs, bool deterministicOnly) const {
   const double bytes = collectiveBytes(args, nranks_);
   // Best candidate per filter outcome: [both pass, algo only, proto only, neither].
@@ -112,7 +128,7 @@ Choice Tuner::pick(const algo::CollArgs& args, const ProtoContexts& ctxs, bool d
       unsigned pass = 0;
       if (deterministicOnly || algoFilter_.allows(args.type, names_[i])) pass |= kPassAlgo;
       if (protoFilter_.allows(args.type, protoKey(proto))) pass |= kPassProto;
-      const double t = predict(i, proto, bytes, static_cast<double>(ctx->chunkBytes));
+      const double t = predictIn(i, proto, bytes, *ctx);
       Choice& b = best[tier(pass)];
       if (!b.algorithm || t < b.predictedMicros) b = {&a, proto, t};
     }
@@ -132,12 +148,13 @@ Choice Tuner::pick(const algo::CollArgs& args, const ProtoContexts& ctxs, bool d
 }
 
 Tuner::CacheKey Tuner::keyOf(const algo::CollArgs& args, const ProtoContexts& ctxs) {
-  CacheKey k{args.type, args.count, args.dtype, args.op, args.root, args.sendbuf == args.recvbuf, {}, {}, {}, {}};
+  CacheKey k{args.type, args.count, args.dtype, args.op, args.root, args.sendbuf == args.recvbuf, {}, {}, {}, {}, {}};
   for (size_t p = 0; p < ctxs.size(); ++p) {
     k.present[p] = ctxs[p] != nullptr;
     k.nranks[p] = ctxs[p] ? ctxs[p]->nranks : 0;
     k.chunk[p] = ctxs[p] ? ctxs[p]->chunkBytes : 0;
     k.singleHost[p] = ctxs[p] && ctxs[p]->singleHost;
+    k.hosts[p] = ctxs[p] ? ctxs[p]->hosts : nullptr;
   }
   return k;
 }
@@ -183,8 +200,7 @@ std::vector<Choice> Tuner::predictAll(const algo::CollArgs& args, const ProtoCon
     for (int p = 0; p < transport::kNumProtocols; ++p) {
       const algo::AlgoContext* ctx = ctxs[static_cast<size_t>(p)];
       if (!ctx || (a.applies && !a.applies(args, *ctx))) continue;
-      all.push_back({&a, static_cast<Protocol>(p), predict(i, static_cast<Protocol>(p), bytes,
-                                                             static_cast<double>(ctx->chunkBytes))});
+      all.push_back({&a, static_cast<Protocol>(p), predictIn(i, static_cast<Protocol>(p), bytes, *ctx)});
     }
   }
   return all;

@@ -64,6 +64,9 @@ class Tuner {
 
   // Predicted time of one algorithm (index into `algorithms`) and protocol.
   double predict(size_t algorithm, transport::Protocol proto, double bytes, double chunkBytes) const;
+  // The same for a call in `ctx`: across hosts (ctx.hosts with two or more)
+  // the multi-host model (multi_host_cost.h), else predict().
+  double predictIn(size_t algorithm, transport::Protocol proto, double bytes, const algo::AlgoContext& ctx) const;
 
  private:
   struct Model {
@@ -93,6 +96,7 @@ class Tuner {
     int nranks[transport::kNumProtocols];
     size_t chunk[transport::kNumProtocols];
     bool singleHost[transport::kNumProtocols];
+    const algo::HostLayout* hosts[transport::kNumProtocols];
     bool operator==(const CacheKey&) const = default;
   };
   struct CacheEntry {
@@ -110,6 +114,7 @@ class Tuner {
   const std::vector<algo::AlgorithmInfo>& algorithms_;
   std::vector<std::string> names_;  // lower case, by algorithm index
   std::vector<Model> models_;       // by algorithm index x protocol
+  std::vector<CostParams> network_; // the links between hosts, by collective x protocol
   NameFilter algoFilter_;
   NameFilter protoFilter_;
   bool deterministic_;

@@ -37,6 +37,14 @@ const char* const kBuiltinTuningText = R"(
 # times were 2-10x the ring's (1 MiB: 13.8 ms vs 1.6 ms).
 allreduce  hd  simple  4  15  0.6
 allreduce  hd  simple  8  15  0.6
+
+# Links between hosts ("network" is not an algorithm: multi_host_cost.h uses
+# these for every step and byte that crosses hosts when the ranks span two or
+# more). Measured between emulated hosts (LOOM_HOST_ID) over TCP on loopback,
+# 2 ranks: ~160 us per small all-reduce step, 0.3-0.5 GB/s at 2-32 MiB. A
+# real network is faster; a tuning file sets its own with the same lines.
+*  network  simple  *  100  0.5
+*  network  ll      *  100  0.3
 )";
 
 }  // namespace loom::tuner

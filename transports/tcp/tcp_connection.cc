@@ -1,11 +1,17 @@
 #include "transports/tcp/tcp_connection.h"
 
+#include <chrono>
 #include <cstdlib>
 #include <new>
 
 #include "common/format.h"
 
 namespace loom::transport::tcp {
+
+int64_t steadyNanos() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 
 void LinkState::fail(Status status, bool clean) {
   {
@@ -81,8 +87,14 @@ void TcpSendConnection::commit(size_t bytes) {
   }
   acquired_ = false;
   bytes_[headLocal_ % ring_.slots()] = static_cast<uint32_t>(bytes);
+  if (holdNanos_) readyAt_[headLocal_ % ring_.slots()] = steadyNanos() + holdNanos_;
   head_.store(++headLocal_, std::memory_order_release);
   waker_->wake();
+}
+
+void TcpSendConnection::holdChunksFor(int64_t nanos) {
+  holdNanos_ = nanos > 0 ? nanos : 0;
+  readyAt_.assign(ring_.slots(), 0);
 }
 
 void TcpSendConnection::markSent(uint64_t chunk) {

@@ -29,6 +29,9 @@
 
 namespace loom::transport::tcp {
 
+// std::chrono::steady_clock in nanoseconds.
+int64_t steadyNanos();
+
 // Wakes the progress thread (an eventfd write).
 class ProgressWaker {
  public:
@@ -92,8 +95,14 @@ class TcpSendConnection final : public SendConnection {
   bool tryAcquire(std::byte** slot) override;
   void commit(size_t bytes) override;
 
+  // Test only (LOOM_TCP_TEST_DELAY_US, emulated link latency): each chunk
+  // may be sent no earlier than `nanos` after its commit. Set before use.
+  void holdChunksFor(int64_t nanos);
+
   // Progress side.
   uint64_t committed() const { return head_.load(std::memory_order_acquire); }
+  // Steady-clock nanoseconds before which `chunk` must not be sent (0: none).
+  int64_t sendableAt(uint64_t chunk) const { return holdNanos_ ? readyAt_[chunk % ring_.slots()] : 0; }
   std::byte* chunkData(uint64_t chunk) { return ring_.slot(chunk); }
   uint32_t chunkBytesOf(uint64_t chunk) const { return bytes_[chunk % ring_.slots()]; }
   void markSent(uint64_t chunk);
@@ -106,6 +115,8 @@ class TcpSendConnection final : public SendConnection {
   LinkState* link_;
   ProgressWaker* waker_;
   std::vector<uint32_t> bytes_;      // per slot, written before head_ moves
+  int64_t holdNanos_ = 0;            // test-only delay (holdChunksFor)
+  std::vector<int64_t> readyAt_;     // per slot, written before head_ moves (only with a delay)
   std::atomic<uint64_t> head_{0};    // chunks committed
   std::atomic<uint64_t> sent_{0};    // chunks fully written to their socket (contiguous)
   uint64_t headLocal_ = 0;           // executor's copy of head_

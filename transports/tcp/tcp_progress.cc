@@ -6,6 +6,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -61,11 +62,18 @@ void ProgressEngine::run() {
   epoll_event events[64];
   while (!stop_.load(std::memory_order_acquire)) {
     bool moved = false;
+    nextHeldChunk_ = 0;
     for (PeerLink* link : links_) moved |= progressLink(*link);
     if (moved) continue;
     // Sleeps until a socket changes state or an executor commits/releases;
     // the timeout only bounds how long a lost wake (there should be none) could stall.
-    int n = epoll_wait(epollFd_, events, 64, 100);
+    // With the test delay, it also ends when the first held chunk may go.
+    timespec timeout{0, 100 * 1000 * 1000};
+    if (nextHeldChunk_) {
+      const int64_t wait = std::max<int64_t>(0, std::min<int64_t>(nextHeldChunk_ - steadyNanos(), 100000000));
+      timeout = {0, static_cast<long>(wait)};
+    }
+    int n = epoll_pwait2(epollFd_, events, 64, &timeout, nullptr);
     for (int i = 0; i < n; ++i) {
       if (events[i].data.fd == eventFd_) {
         uint64_t count;
@@ -110,6 +118,13 @@ void ProgressEngine::failLane(PeerLink& link, SocketLane& lane, int err, const s
 bool ProgressEngine::sendOn(PeerLink& link, SocketLane& lane, uint32_t nlanes) {
   bool moved = false;
   while (lane.sendChunk < link.send.committed()) {
+    if (lane.sendOffset == 0) {
+      const int64_t at = link.send.sendableAt(lane.sendChunk);  // test delay only
+      if (at && steadyNanos() < at) {
+        if (!nextHeldChunk_ || at < nextHeldChunk_) nextHeldChunk_ = at;
+        return moved;
+      }
+    }
     const uint32_t bytes = link.send.chunkBytesOf(lane.sendChunk);
     if (lane.sendOffset == 0) lane.sendHeader = ChunkHeader{bytes, static_cast<uint32_t>(lane.sendChunk)};
     const size_t total = sizeof(ChunkHeader) + bytes;

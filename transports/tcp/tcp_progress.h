@@ -83,6 +83,7 @@ class ProgressEngine final : public ProgressWaker {
   int eventFd_ = -1;
   std::atomic<bool> stop_{false};
   std::thread thread_;
+  int64_t nextHeldChunk_ = 0;  // test delay: earliest time a held chunk may go (0: none held)
 };
 
 }  // namespace loom::transport::tcp

@@ -116,17 +116,6 @@ Status TcpTransport::exchangeOutcome(const SetupContext& ctx, const Status& loca
   return makeError(Code::kRemoteError, "tcp: %s failed on rank(s) %s (see their error)", step, who.c_str());
 }
 
-bool canConnect(const PeerInfo& self, const PeerInfo& peer, const Config& config);
-
-// Whether the registry gives any pair of ranks to TCP (it is listed first).
-bool anyPairUsesTcp(const SetupContext& ctx) {
-  const auto& table = *ctx.peers;
-  for (size_t a = 0; a < table.size(); ++a)
-    for (size_t b = a + 1; b < table.size(); ++b)
-      if (canConnect(table[a], table[b], *ctx.config)) return true;
-  return false;
-}
-
 Status TcpTransport::connect(const SetupContext& ctx, const std::vector<int>& peers) {
   LOOM_ENFORCE(!connected_, Code::kInvalidUsage, "tcp: connect() called twice on one transport");
   LOOM_ENFORCE(ctx.nranks >= 1 && ctx.rank >= 0 && ctx.rank < ctx.nranks, Code::kInvalidArgument,
@@ -137,11 +126,10 @@ Status TcpTransport::connect(const SetupContext& ctx, const std::vector<int>& pe
   }
   LOOM_ENFORCE(ctx.bootstrap != nullptr, Code::kInvalidArgument, "tcp: SetupContext.bootstrap is null with %d ranks",
                ctx.nranks);
-  // Every rank holds the same peer table and (LOOM_TRANSPORT being uniform)
-  // the same rule, so all agree without a word when no pair uses TCP, and a
-  // single-host job pays nothing for this transport.
+  // The transport policy tells every rank alike whether any pair uses TCP,
+  // so a job without TCP pairs (one host) pays nothing for this transport.
   LOOM_ENFORCE(ctx.config != nullptr, Code::kInvalidArgument, "tcp: SetupContext.config is null");
-  if (ctx.peers && static_cast<int>(ctx.peers->size()) == ctx.nranks && peers.empty() && !anyPairUsesTcp(ctx)) {
+  if (peers.empty() && !ctx.usedByAnyPair) {
     connected_ = true;
     return Status::ok();
   }
@@ -188,6 +176,7 @@ Status TcpTransport::connect(const SetupContext& ctx, const std::vector<int>& pe
     std::string host = strprintf("%s, %s", ctx.peers ? (*ctx.peers)[static_cast<size_t>(peer)].hostName : "?", e.host);
     auto link = std::make_unique<PeerLink>(ctx.rank, peer, host, ctx.config->chunkBytes, ctx.config->fifoSlots,
                                            &engine_);
+    if (ctx.config->tcpTestDelayMicros > 0) link->send.holdChunksFor(int64_t{ctx.config->tcpTestDelayMicros} * 1000);
     auto& socks = sockets[static_cast<size_t>(peer)];
     for (int lane = 0; lane < lanes; ++lane) {
       link->lanes.emplace_back();
@@ -259,11 +248,9 @@ void TcpTransport::closeLinks() {
   byRank_.clear();
 }
 
-bool canConnect(const PeerInfo& self, const PeerInfo& peer, const Config& config) {
-  if (config.transport == "tcp") return true;
-  if (!config.transport.empty()) return false;
-  return self.hostHash != peer.hostHash;
-}
+// TCP reaches any peer, on this host (loopback) or another; whether it should
+// is the transport policy's call (src/comm/transport_policy.h).
+bool canConnect(const PeerInfo&, const PeerInfo&, const Config&) { return true; }
 
 std::unique_ptr<Transport> create() { return std::make_unique<TcpTransport>(); }
 

@@ -11,6 +11,10 @@
 // Only the Simple protocol is offered: LL's per-8-byte flags buy nothing
 // once a system call separates every chunk.
 //
+// Test only: LOOM_TCP_TEST_DELAY_US=D holds every chunk D microseconds after
+// its commit before it is sent (one-way latency for the multi-host test bed,
+// whose kernel has no netem); chunks stay pipelined, so bandwidth is kept.
+//
 // Failure: a reset or an unannounced EOF fails that peer's link; every wait on
 // it (and, through health(), every wait of the communicator) fails with an
 // error naming the peer's rank and host. Deadlines and loomCommAbort are
@@ -22,8 +26,8 @@
 
 namespace loom::transport {
 
-// canConnect: LOOM_TRANSPORT=tcp (every peer), else peers on another host
-// (LOOM_TRANSPORT=shm: none). create: a new, unconnected TCP transport.
+// canConnect: every peer (the policy prefers shm on one host unless
+// LOOM_TRANSPORT=tcp or LOOM_SHM_DISABLE=1). create: a new, unconnected TCP transport.
 const TransportFactory& tcpTransportFactory();
 
 }  // namespace loom::transport

@@ -1,0 +1,174 @@
+#!/usr/bin/env bash
+# Does Loom's own choice (auto) match the best forced all-reduce algorithm?
+# Runs all_reduce_perf --algos (one communicator per algorithm in the same
+# processes, measured interleaved: see perf/common/algo_compare.h) for 2 and
+# 4 ranks, one process per rank under loomrun, over 8 B .. 256 MiB, prints
+# per size every algorithm's median time, auto's time and choice, the best
+# forced algorithm and auto/best, and the worst ratio. Sizes where auto/best
+# exceeds THRESHOLD are measured again (RECHECK_REPS rounds, alone in their
+# own run) and the table shows the re-measured ratio too; the worst
+# "confirmed" ratio takes the re-measured value where there is one.
+#
+# Usage: perf/auto_vs_forced.sh [BUILD_DIR]   (default: $LOOM_BUILD_DIR, else ./build)
+# Builds nothing: BUILD_DIR/bin must hold loomrun and all_reduce_perf.
+#
+# Environment knobs:
+#   RANKS ("2 4")                        rank counts
+#   ALGOS (ring,tree,hd,rd,oneshot,auto) the --algos list
+#   MIN (8), MAX (256M), FACTOR (4)      sizes MIN, MIN*FACTOR, ... up to MAX
+#   REPS (7)                             interleaved rounds per size (median counts)
+#   ITERS_SMALL/MEDIUM/LARGE (200/10/2)  calls per round below 256 KiB / below 16 MiB / above
+#   WARMUP_SMALL/MEDIUM/LARGE (50/2/1)   warm-up calls per communicator and size
+#   THRESHOLD (1.05), RECHECK_REPS (15)  re-measure sizes above it (RECHECK=0: never)
+#   OUT (perf/results)                   where auto_vs_forced_np<N>.txt go
+#   RUN_TIMEOUT (600)                    seconds one tool run may take
+#   DTYPE (float), OP (sum)
+set -euo pipefail
+
+build=${1:-${LOOM_BUILD_DIR:-./build}}
+bin=$build/bin
+ranks_list=${RANKS:-"2 4"}
+algos=${ALGOS:-ring,tree,hd,rd,oneshot,auto}
+reps=${REPS:-7}
+factor=${FACTOR:-4}
+threshold=${THRESHOLD:-1.05}
+recheck=${RECHECK:-1}
+recheck_reps=${RECHECK_REPS:-15}
+outdir=${OUT:-perf/results}
+run_timeout=${RUN_TIMEOUT:-600}
+dtype=${DTYPE:-float}
+op=${OP:-sum}
+
+to_bytes() {
+  local v=$1 n
+  n=${v%[KkMmGg]}
+  case $v in
+    *[Kk]) echo $((n << 10)) ;; *[Mm]) echo $((n << 20)) ;; *[Gg]) echo $((n << 30)) ;;
+    *) echo "$n" ;;
+  esac
+}
+min=$(to_bytes "${MIN:-8}")
+max=$(to_bytes "${MAX:-256M}")
+if ((min < 1 || max < min || factor < 2)); then
+  echo "auto_vs_forced.sh: need 1 <= MIN <= MAX and FACTOR >= 2 (MIN=$min MAX=$max FACTOR=$factor)" >&2
+  exit 2
+fi
+[[ ,$algos, == *,auto,* ]] || { echo "auto_vs_forced.sh: ALGOS must list auto" >&2; exit 2; }
+for tool in loomrun all_reduce_perf; do
+  if [[ ! -x $bin/$tool ]]; then
+    echo "auto_vs_forced.sh: $bin/$tool not found; build the targets loomrun and all_reduce_perf first" >&2
+    exit 2
+  fi
+done
+
+# tier SIZE -> "iters warmup"
+tier() {
+  if (($1 < 256 << 10)); then echo "${ITERS_SMALL:-200} ${WARMUP_SMALL:-50}"
+  elif (($1 < 16 << 20)); then echo "${ITERS_MEDIUM:-10} ${WARMUP_MEDIUM:-2}"
+  else echo "${ITERS_LARGE:-2} ${WARMUP_LARGE:-1}"; fi
+}
+
+# run_tool NRANKS FIRST LAST ITERS WARMUP REPS LOG: one --algos run.
+run_tool() {
+  local n=$1 first=$2 last=$3 iters=$4 warmup=$5 rounds=$6 log=$7
+  if ! timeout "$run_timeout" env -u LOOM_ALGO "$bin/loomrun" -n "$n" --no-tag-output "$bin/all_reduce_perf" \
+      -b "$first" -e "$last" -f "$factor" -n "$iters" -w "$warmup" -z 1 -a 1 -c 1 -d "$dtype" -o "$op" \
+      --reps "$rounds" --algos "$algos" </dev/null >"$log" 2>"$log.err"; then
+    echo "# auto_vs_forced.sh: $n ranks, $first..$last B failed; its last lines:" >&2
+    tail -5 "$log" "$log.err" | sed 's/^/#   /' >&2
+    return 1
+  fi
+}
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$outdir"
+start=$SECONDS
+status=0
+for n in $ranks_list; do
+  # One run per tier of consecutive sizes (iteration counts differ per tier).
+  k=0 first="" last="" t=""
+  runs=()
+  for ((s = min; s <= max; s *= factor)); do
+    st=$(tier "$s")
+    if [[ -n $first && $st == "$t" ]]; then last=$s
+    else
+      [[ -n $first ]] && runs+=("$first $last $t")
+      first=$s last=$s t=$st
+    fi
+  done
+  runs+=("$first $last $t")
+  for r in "${runs[@]}"; do
+    read -r first last iters warmup <<<"$r"
+    k=$((k + 1))
+    run_tool "$n" "$first" "$last" "$iters" "$warmup" "$reps" "$work/main.$n.$k.log" || status=1
+  done
+  # Re-measure the sizes whose ratio is above the threshold, each alone.
+  if [[ $recheck == 1 ]]; then
+    for s in $(cat "$work"/main."$n".*.log 2>/dev/null |
+               awk -v th="$threshold" '!/^#/ && NF > 2 && $NF ~ /^[0-9.]+$/ && $NF + 0 > th { print $1 }'); do
+      read -r iters warmup <<<"$(tier "$s")"
+      run_tool "$n" "$s" "$s" "$iters" "$warmup" "$recheck_reps" "$work/recheck.$n.$s.log" || status=1
+    done
+  fi
+  python3 - "$work" "$n" "$threshold" "$reps" "$recheck_reps" "$outdir/auto_vs_forced_np$n.txt" <<'PY'
+import glob, re, sys
+work, n, threshold, reps, recheck_reps, out = sys.argv[1:7]
+threshold = float(threshold)
+
+def read(paths):
+    """The header line, data rows by size, the n/a and wrong-value notes, the what-ran lines."""
+    head, rows, notes, ran = None, {}, [], {}
+    for p in paths:
+        for line in open(p):
+            line = line.rstrip("\n")
+            if line.startswith("#  ") and "size(B)" in line:
+                head = line
+            elif line.startswith("# n/a:") or line.startswith("# wrong values:"):
+                notes.append(line)
+            elif re.match(r"^# +[0-9]+: ", line):
+                ran[int(line[1:].split(":")[0])] = line
+            elif line and not line.startswith("#"):
+                rows[int(line.split()[0])] = line
+    return head, rows, notes, ran
+
+def key(p):
+    return int(re.search(r"\.([0-9]+)\.log$", p).group(1))
+
+head, rows, notes, ran = read(sorted(glob.glob(f"{work}/main.{n}.*.log"), key=key))
+_, again, again_notes, again_ran = read(glob.glob(f"{work}/recheck.{n}.*.log"))
+lines = [f"## {n} ranks (processes): all-reduce, interleaved --algos runs, median of {reps} rounds, us"]
+if head is None:
+    lines.append("# no table: every run failed")
+else:
+    lines.append(head + f" {'re-measured':>12}")
+    worst, worst_confirmed = (0.0, None), (0.0, None)
+    for size in sorted(rows):
+        row = rows[size]
+        ratio = row.split()[-1]
+        extra = ""
+        confirmed = float(ratio) if re.fullmatch(r"[0-9.]+", ratio) else None
+        if confirmed is not None and confirmed > worst[0]:
+            worst = (confirmed, size)
+        if size in again:
+            r2 = again[size].split()[-1]
+            extra = f" {r2:>12}"
+            confirmed = float(r2) if re.fullmatch(r"[0-9.]+", r2) else confirmed
+        if confirmed is not None and confirmed > worst_confirmed[0]:
+            worst_confirmed = (confirmed, size)
+        lines.append(row + extra)
+    lines.append(f"# worst auto/best: {worst[0]:.3f} at {worst[1]} B")
+    lines.append(f"# worst auto/best, re-measured where above {threshold}: {worst_confirmed[0]:.3f} at "
+                 f"{worst_confirmed[1]} B ({recheck_reps} rounds alone)")
+    for size in sorted(again):
+        lines.append(f"# re-measured {size} B: {' '.join(again[size].split()[1:])}")
+    lines.extend(sorted(set(notes)))
+    lines.append("# what ran:")
+    lines.extend(ran[s] for s in sorted(ran))
+text = "\n".join(lines)
+print(text)
+open(out, "w").write(text + "\n")
+PY
+done
+echo "# runs took $((SECONDS - start)) s; tables in $outdir/auto_vs_forced_np{${ranks_list// /,}}.txt"
+exit $status
