@@ -115,6 +115,10 @@ struct TransportFactory {
   // LOOM_*_DISABLE switches are the policy's (src/comm/transport_policy.h).
   bool (*canConnect)(const PeerInfo& self, const PeerInfo& peer, const Config& config);
   std::unique_ptr<Transport> (*create)();
+  // The Simple-protocol chunk this backend works best with under `config`
+  // (null: LOOM_CHUNK_SIZE). The communicator uses the smallest preference of
+  // the backends that serve any pair, so every rank agrees (src/comm/comm.cc).
+  size_t (*preferredChunkBytes)(const Config& config) = nullptr;
 };
 
 }  // namespace loom::transport

@@ -112,6 +112,16 @@ Status Communicator::connectPeers(const bootstrap::UniqueId& id) {
   links_ = std::make_unique<LinkTable>(nranks_, transport::Protocol::kSimple);
   auto served = choosePeerTransports();
   LOOM_TRY(served.status());
+  // The Simple chunk: the smallest that a backend serving any pair prefers
+  // (TCP prefers larger ones); usedByAnyPair is the same on every rank, so all agree.
+  size_t simpleChunk = 0;
+  for (size_t t = 0; t < transportRegistry().size(); ++t) {
+    const auto* factory = transportRegistry()[t];
+    if (!served->usedByAnyPair[t]) continue;
+    const size_t want = factory->preferredChunkBytes ? factory->preferredChunkBytes(config_) : config_.chunkBytes;
+    simpleChunk = simpleChunk ? std::min(simpleChunk, want) : want;
+  }
+  if (simpleChunk) config_.chunkBytes = simpleChunk;
   std::vector<transport::Transport*> inUse;
   transport::SetupContext setup;
   setup.rank = rank_;

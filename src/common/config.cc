@@ -41,7 +41,7 @@ bool parseInt(const char* text, long lo, long hi, int* out) {
 const std::vector<KnobDoc>& configKnobs() {
   static const std::vector<KnobDoc> knobs = {
       {"LOOM_TIMEOUT", "300", "seconds any blocking wait may last before it fails with loomTimeout"},
-      {"LOOM_CHUNK_SIZE", "256K", "bytes per pipelined chunk (one FIFO slot); K/M suffixes; multiple of 64, 4K..64M"},
+      {"LOOM_CHUNK_SIZE", "256K", "bytes per pipelined chunk (one FIFO slot); K/M suffixes; multiple of 64, 4K..64M; unset: 2M where only TCP serves pairs"},
       {"LOOM_SHM_SLOTS", "4", "chunks in flight per shared-memory connection (2..64)"},
       {"LOOM_SPIN_US", "5 (0 when a host runs more ranks than it has cores)", "microseconds a wait busy-polls before it starts to yield the core"},
       {"LOOM_YIELD_US", "200", "microseconds a wait polls with sched_yield before it sleeps on a futex"},
@@ -87,7 +87,10 @@ Config Config::fromEnv(std::vector<std::string>* warnings) {
     size_t b = 0;
     if (!parseBytes(v, &b) || b < 4096 || b > (64u << 20) || b % 64 != 0)
       warn("LOOM_CHUNK_SIZE", v, "expected a multiple of 64 between 4K and 64M");
-    else c.chunkBytes = b;
+    else {
+      c.chunkBytes = b;
+      c.chunkBytesSet = true;
+    }
   }
   if (const char* v = std::getenv("LOOM_SHM_SLOTS"); v && *v)
     if (!parseInt(v, 2, 64, &c.fifoSlots)) warn("LOOM_SHM_SLOTS", v, "expected an integer in [2, 64]");

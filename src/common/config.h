@@ -15,6 +15,7 @@ namespace loom {
 struct Config {
   double timeoutSeconds = 300.0;       // LOOM_TIMEOUT: deadline of every blocking wait
   size_t chunkBytes = 256 * 1024;      // LOOM_CHUNK_SIZE: bytes per pipelined chunk (one FIFO slot)
+  bool chunkBytesSet = false;          // LOOM_CHUNK_SIZE was given (else a backend may prefer another, e.g. TCP)
   int fifoSlots = 4;                   // LOOM_SHM_SLOTS: chunks in flight per peer connection
   int spinMicros = 5;                  // LOOM_SPIN_US: busy polling before a wait starts yielding
   bool spinMicrosSet = false;          // LOOM_SPIN_US was given (else oversubscribed hosts spin 0)

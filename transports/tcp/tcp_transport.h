@@ -28,6 +28,7 @@ namespace loom::transport {
 
 // canConnect: every peer (the policy prefers shm on one host unless
 // LOOM_TRANSPORT=tcp or LOOM_SHM_DISABLE=1). create: a new, unconnected TCP transport.
+// preferredChunkBytes: 2 MiB unless LOOM_CHUNK_SIZE is given (tcp_transport.cc says why).
 const TransportFactory& tcpTransportFactory();
 
 }  // namespace loom::transport
