@@ -17,7 +17,7 @@
 #   ALGOS (ring,tree,hd,rd,oneshot,auto) the --algos list
 #   MIN (8), MAX (256M), FACTOR (4)      sizes MIN, MIN*FACTOR, ... up to MAX
 #   REPS (7)                             interleaved rounds per size (median counts)
-#   ITERS_SMALL/MEDIUM/LARGE (200/10/2)  calls per round below 256 KiB / below 16 MiB / above
+#   ITERS_SMALL/MEDIUM/LARGE (200/20/2)  calls per round below 256 KiB / below 16 MiB / above
 #   WARMUP_SMALL/MEDIUM/LARGE (50/2/1)   warm-up calls per communicator and size
 #   THRESHOLD (1.05), RECHECK_REPS (15)  re-measure sizes above it (RECHECK=0: never)
 #   OUT (perf/results)                   where auto_vs_forced_np<N>.txt go
@@ -64,7 +64,7 @@ done
 # tier SIZE -> "iters warmup"
 tier() {
   if (($1 < 256 << 10)); then echo "${ITERS_SMALL:-200} ${WARMUP_SMALL:-50}"
-  elif (($1 < 16 << 20)); then echo "${ITERS_MEDIUM:-10} ${WARMUP_MEDIUM:-2}"
+  elif (($1 < 16 << 20)); then echo "${ITERS_MEDIUM:-20} ${WARMUP_MEDIUM:-2}"
   else echo "${ITERS_LARGE:-2} ${WARMUP_LARGE:-1}"; fi
 }
 

@@ -56,10 +56,13 @@ Shape halvingDoubling(int n, double S, double C) {
 
 // NCCL's double binary tree: each tree carries half the buffer, pipelined in
 // chunks up (reduce) then down (broadcast) ~log2(n) levels. An interior node
-// receives from two children and sends to two, so ~2S cross its links.
+// receives from two children and sends to two, so ~2S cross its links, and
+// it reduces both children's halves (S). With two ranks each rank is the root
+// of one tree with a single child: it moves S in all, like the ring, and
+// reduces only its own tree's half.
 Shape doubleBinaryTree(int n, double S, double C) {
   const double depth = ceilLog2(n);
-  return {2.0 * depth + pieces(S / 2, C) - 1.0, (n > 2 ? 2.0 : 1.0) * S, S};
+  return {2.0 * depth + pieces(S / 2, C) - 1.0, (n > 2 ? 2.0 : 1.0) * S, (n > 2 ? 1.0 : 0.5) * S};
 }
 
 // One shot: every rank sends its whole input to each peer at once and

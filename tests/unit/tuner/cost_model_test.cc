@@ -33,6 +33,14 @@ TEST(CostModel, StepAndByteFormulas) {
   EXPECT_DOUBLE_EQ(one.wireBytes, 3000);
   // Double binary tree, 8 ranks, 1 MiB: 2 x 3 levels + 2 pieces of each half - 1.
   EXPECT_EQ(shapeOf(CollType::kAllReduce, "tree", 8, MiB, K).steps, 6 + 2 - 1);
+  // With 2 ranks each rank roots one tree and has one child: S on the wire and
+  // half of it reduced, the ring's bytes; with more, an interior node reduces S.
+  Shape tree2 = shapeOf(CollType::kAllReduce, "tree", 2, MiB, K);
+  Shape ring2 = shapeOf(CollType::kAllReduce, "ring", 2, MiB, K);
+  EXPECT_DOUBLE_EQ(tree2.wireBytes, ring2.wireBytes);
+  EXPECT_DOUBLE_EQ(tree2.reducedBytes, ring2.reducedBytes);
+  EXPECT_DOUBLE_EQ(tree2.reducedBytes, 0.5 * MiB);
+  EXPECT_DOUBLE_EQ(shapeOf(CollType::kAllReduce, "tree", 4, MiB, K).reducedBytes, MiB);
   // Chain broadcast, 4 ranks, 1 MiB: 3 hops + 4 pieces - 1.
   Shape chain = shapeOf(CollType::kBroadcast, "chain", 4, MiB, K);
   EXPECT_EQ(chain.steps, 6);
