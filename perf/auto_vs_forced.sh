@@ -85,6 +85,8 @@ trap 'rm -rf "$work"' EXIT
 mkdir -p "$outdir"
 start=$SECONDS
 status=0
+# Noise is the enemy here: say how busy the machine was.
+context="$(date -u '+%F %H:%M UTC') on $(hostname) ($(nproc) cores), load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 for n in $ranks_list; do
   # One run per tier of consecutive sizes (iteration counts differ per tier).
   k=0 first="" last="" t=""
@@ -111,9 +113,9 @@ for n in $ranks_list; do
       run_tool "$n" "$s" "$s" "$iters" "$warmup" "$recheck_reps" "$work/recheck.$n.$s.log" || status=1
     done
   fi
-  python3 - "$work" "$n" "$threshold" "$reps" "$recheck_reps" "$outdir/auto_vs_forced_np$n.txt" <<'PY'
+  python3 - "$work" "$n" "$threshold" "$reps" "$recheck_reps" "$outdir/auto_vs_forced_np$n.txt" "$context" <<'PY'
 import glob, re, sys
-work, n, threshold, reps, recheck_reps, out = sys.argv[1:7]
+work, n, threshold, reps, recheck_reps, out, context = sys.argv[1:8]
 threshold = float(threshold)
 
 def read(paths):
@@ -137,7 +139,8 @@ def key(p):
 
 head, rows, notes, ran = read(sorted(glob.glob(f"{work}/main.{n}.*.log"), key=key))
 _, again, again_notes, again_ran = read(glob.glob(f"{work}/recheck.{n}.*.log"))
-lines = [f"## {n} ranks (processes): all-reduce, interleaved --algos runs, median of {reps} rounds, us"]
+lines = [f"## {n} ranks (processes): all-reduce, interleaved --algos runs, median of {reps} rounds, us",
+         f"# {context}"]
 if head is None:
     lines.append("# no table: every run failed")
 else:
@@ -160,6 +163,11 @@ else:
     lines.append(f"# worst auto/best: {worst[0]:.3f} at {worst[1]} B")
     lines.append(f"# worst auto/best, re-measured where above {threshold}: {worst_confirmed[0]:.3f} at "
                  f"{worst_confirmed[1]} B ({recheck_reps} rounds alone)")
+    final = [(again.get(size) or rows[size]).split() for size in sorted(rows)]
+    final = [f for f in final if re.fullmatch(r"[0-9.]+", f[-1])]
+    same = sum(f[-4] == f[-2] for f in final)
+    lines.append(f"# auto ran the best's algorithm/protocol at {same} of {len(final)} sizes (re-measured rows where"
+                 " there are); there auto/best is noise, not the tuner")
     for size in sorted(again):
         lines.append(f"# re-measured {size} B: {' '.join(again[size].split()[1:])}")
     lines.extend(sorted(set(notes)))

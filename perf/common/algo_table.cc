@@ -80,6 +80,7 @@ void printAlgoTable(FILE* out, const std::vector<std::string>& names, const std:
   std::fprintf(out, "%s\n", head.c_str());
 
   double worst = -1;
+  int compared = 0, sameChoice = 0;  // sizes with auto and a best; of them, where auto ran what best ran
   const AlgoRow* worstRow = nullptr;
   AlgoRowSummary worstSummary;
   std::map<std::string, std::set<std::string>> fellBackTo;  // forced name -> what ran instead
@@ -113,6 +114,10 @@ void printAlgoTable(FILE* out, const std::vector<std::string>& names, const std:
       char ratio[32] = "-";
       if (s.autoOverBest >= 0) std::snprintf(ratio, sizeof ratio, "%.3f", s.autoOverBest);
       line += " " + padded(ratio, kTimeWidth);
+      if (s.autoOverBest >= 0) {
+        ++compared;
+        sameChoice += autoCell->ran == bestCell->ran;
+      }
       if (s.autoOverBest > worst) {
         worst = s.autoOverBest;
         worstRow = &row;
@@ -130,6 +135,9 @@ void printAlgoTable(FILE* out, const std::vector<std::string>& names, const std:
                    worstRow->cells[static_cast<size_t>(worstSummary.best)].ran.c_str());
     else
       std::fprintf(out, "# worst auto/best: - (no size has both auto and a forced algorithm that ran)\n");
+    // Where auto ran exactly what the best forced communicator ran, auto/best
+    // measures noise, not the tuner.
+    std::fprintf(out, "# auto ran the best's algorithm/protocol at %d of %d sizes\n", sameChoice, compared);
   }
   for (const auto& [name, sizes] : fellBackAt) {
     std::string list, ran;

@@ -118,6 +118,7 @@ TEST(AlgoTable, PrintsOneRowPerSizeWithNaWorstRatioAndWhatRan) {
   EXPECT_EQ(data[1], (std::vector<std::string>{"1048576", "500.00", "n/a", "600.00", "ring/Simple", "500.00",
                                                "ring/Simple", "1.200"}));
   EXPECT_NE(out.find("# worst auto/best: 1.200 at 1048576 B"), std::string::npos) << out;
+  EXPECT_NE(out.find("# auto ran the best's algorithm/protocol at 2 of 2 sizes"), std::string::npos) << out;
   EXPECT_NE(out.find("# n/a: oneshot did not run at 1048576 B (Loom ran ring/Simple"), std::string::npos) << out;
   EXPECT_NE(out.find("1048576: ring=ring/Simple oneshot=ring/Simple auto=ring/Simple"), std::string::npos) << out;
 }

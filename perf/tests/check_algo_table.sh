@@ -14,7 +14,7 @@ out=$("$@" -b 8 -e 1M -f 131072 -n 2 -w 1 --reps 2 --algos ring,rd,oneshot,auto)
 printf '%s\n' "$out"
 for pattern in '^# worst auto/best: [0-9]+\.[0-9]{3} at [0-9]+ B' \
                '^# n/a: oneshot did not run at 1048576 B' '^# n/a: rd did not run at 1048576 B' \
-               '^# wrong values: 0 \(' '^# what ran:'; do
+               '^# wrong values: 0 \(' '^# what ran:' "^# auto ran the best's algorithm/protocol at [0-9] of 2 sizes"; do
   printf '%s\n' "$out" | grep -Eq "$pattern" || { echo "check_algo_table.sh: no line matching $pattern" >&2; exit 1; }
 done
 printf '%s\n' "$out" | awk '

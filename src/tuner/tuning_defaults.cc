@@ -5,10 +5,14 @@
 // Those runs were made while other jobs loaded the machine, so the values
 // are the lower envelope of the measurements rounded to a few structural
 // numbers rather than a per-algorithm fit: the crossovers they give matter
-// more than absolute times. Resulting choices (float, 256 KiB chunks):
-//   all-reduce 2 ranks: rd/LL <= 512 B, rd/Simple <= 16 KiB, then ring/Simple
+// more than absolute times. The all-reduce lines for 2 and 4 ranks come
+// from interleaved runs instead (all_reduce_perf --algos, see
+// perf/auto_vs_forced.sh: every algorithm and protocol timed in turn in the
+// same processes, medians of 7-15 rounds), which compare algorithms far more
+// reliably than separate runs on a busy machine. Resulting choices (float, 256 KiB chunks):
+//   all-reduce 2 ranks: rd/LL <= 128 B, oneshot/Simple <= 32 KiB, then tree/Simple
 //   all-reduce 4 ranks: oneshot/LL <= 256 B, oneshot/Simple <= 8 KiB,
-//                       rd/Simple <= 64 KiB, then ring/Simple
+//                       rd/Simple <= 64 KiB, ring/Simple <= 512 KiB, then tree/Simple
 //   broadcast, reduce 2 ranks: chain/LL <= 512 B, then chain/Simple
 //   broadcast, reduce 4 ranks: tree/LL <= 1 KiB, tree/Simple <= 8 KiB, then chain/Simple
 // A LOOM_TUNING_FILE written by perf/tune.sh on a quiet machine overrides them.
@@ -32,6 +36,36 @@ const char* const kBuiltinTuningText = R"(
 # bandwidth splits among the ranks (64 MiB ring all-reduce: 135 ms).
 *  *  simple  *  15   0.8  8
 *  *  ll      *  12   0.3
+
+# All-reduce, 2 ranks, from interleaved runs. Below 64 KiB buffers stay in
+# the caches: a step costs ~0.8-1 us and the data moves at ~8-12 GB/s
+# (rd/Simple 8 B..32 KiB: 0.93 us + 12 GB/s; rd/LL: 0.77 us + 1.3 GB/s, so
+# LL only pays up to ~256 B: at 512 B rd/LL 1.22 us vs rd/Simple 1.01 us).
+# One-step algorithms (rd, oneshot: 6.2 us at 32 KiB) beat two-step ones
+# (tree 7.7, ring 8.0 us) until the reduction of the whole vector costs more
+# than a step (tree wins at 128 KiB: 30 vs rd 41 us); oneshot, its sends
+# overlapping, was as fast as rd or up to 15% faster in every run, hence its
+# lower alpha. With 2 ranks the double binary tree moves and reduces the
+# ring's bytes in fewer pipelined steps; it measured faster at 128-256 KiB
+# and 8-64 MiB and within noise (+-15%, either way) at 512 KiB-4 MiB and
+# 256 MiB, hence its lower alpha. Absolute times of large buffers are
+# underestimated (only the choice matters here).
+allreduce  *        simple  2  1.0   8     8
+allreduce  tree     simple  2  0.9   8     8
+allreduce  rd       simple  2  0.93  12    8
+allreduce  oneshot  simple  2  0.9   12    8
+allreduce  rd       ll      2  0.77  1.34
+allreduce  oneshot  ll      2  0.77  1.34
+
+# All-reduce, 4 ranks on 2 cores: the double binary tree was 10-40% faster
+# than the ring from 2 MiB on in 4 of 5 interleaved runs (16 MiB 26 vs 34 ms,
+# 256 MiB 411 vs 569 ms; the fifth had the ring up to 15% ahead at 8-128 MiB,
+# all on a loaded machine): it moves the same total bytes as the ring (a rank is
+# interior in one tree only) in a third of the steps, and with more ranks than
+# cores the total work, not one rank's link, bounds the time. Each of its
+# steps, however, waits for all four ranks in lockstep (~120 us), so below
+# ~1 MiB the ring wins (512 KiB: 1.7 vs 2.5 ms).
+allreduce  tree     simple  4  120   1.65  8
 
 # Halving-doubling changes partner every step; at 4 ranks its large-buffer
 # times were 2-10x the ring's (1 MiB: 13.8 ms vs 1.6 ms).
