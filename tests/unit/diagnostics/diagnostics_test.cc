@@ -289,7 +289,9 @@ TEST(FlightRecorder, TimeoutDumpShowsTheStuckCollectiveAndKeepsTheLastEntries) {
 TEST(FlightRecorder, SignalDumpsEveryRankAndTraceSurvivesExitWithoutDestroy) {
   const std::string dir = makeTempDir();
   ScopedEnv env({{"LOOM_DUMP_DIR", dir}, {"LOOM_DUMP_ON_SIGNAL", "SIGUSR1"}, {"LOOM_TIMEOUT", "20"},
-                 {"LOOM_TRACE", dir + "/trace.json"}, {"LOOM_CHECK", "1"}});
+                 {"LOOM_TRACE", dir + "/trace.json"}, {"LOOM_CHECK", "1"},
+                 // Pinned so the expected dump does not follow the tuner's defaults.
+                 {"LOOM_ALGO", "ring"}, {"LOOM_PROTO", "simple"}});
   const std::string ready = dir + "/ready", go = dir + "/go";
   auto pids = forkRanks(2, [&](int rank, loomComm_t comm) {
     std::vector<float> a(1 << 20, 1.0f), b(1 << 20);
