@@ -60,7 +60,8 @@ Result<std::unique_ptr<Communicator>> Communicator::create(const bootstrap::Uniq
   comm->diag_ = std::make_unique<Diagnostics>(comm->config_, rank, nranks,
                                               comm->peers_[static_cast<size_t>(rank)].hostName, comm->log_);
   LOOM_TRY(comm->diag_->agreeOnCheck(*comm->bootstrap_, comm->makeWait()));
-  comm->devices_ = cuda::CommDevices::create({rank, nranks, comm->singleHost_, comm->bootstrap_.get()}, comm->log_);
+  comm->devices_ = cuda::CommDevices::create(
+      {rank, nranks, comm->singleHost_, comm->bootstrap_.get(), &comm->config_, comm->makeWait()}, comm->log_);
   comm->executor_ = std::make_unique<Executor>();
   if (rank == 0)
     LOOM_INFO(comm->log_, kSubsysInit, "Loom %d.%d.%d, reduction kernels: %s", LOOM_MAJOR,

@@ -3,6 +3,8 @@
 #include <cstdlib>
 
 #include "common/format.h"
+#include "cuda/gdr_availability.h"
+#include "transports/verbs/verbs_transport.h"
 
 namespace loom::cuda {
 namespace {
@@ -33,6 +35,10 @@ DeviceSettings DeviceSettings::fromEnv(std::vector<std::string>* warnings) {
     if (std::string(v) == "1") s.directP2P = true;
     else if (std::string(v) != "0" && warnings) warnings->push_back(strprintf("LOOM_CUDA_P2P='%s': expected 0 or 1", v));
   }
+  if (const char* v = std::getenv("LOOM_NET_GDR"); v && *v) {
+    if (std::string(v) == "1") s.netGdr = true;
+    else if (std::string(v) != "0" && warnings) warnings->push_back(strprintf("LOOM_NET_GDR='%s': expected 0 or 1", v));
+  }
   if (const char* v = std::getenv("LOOM_CUDA_COPY_CHUNK"); v && *v) {
     size_t bytes = 0;
     if (parseSize(v, &bytes) && bytes >= 4096) s.copyChunkBytes = bytes;
@@ -43,16 +49,44 @@ DeviceSettings DeviceSettings::fromEnv(std::vector<std::string>* warnings) {
 }
 
 std::unique_ptr<CommDevices> CommDevices::create(const CommDeviceSetup& setup, const Logger& log) {
-  if (!devicesUsable()) return nullptr;
   std::vector<std::string> warnings;
   DeviceSettings settings = DeviceSettings::fromEnv(&warnings);
+  // GDR across hosts: every rank joins the agreement, with or without a
+  // device of its own (cuda/gdr_availability.h).
+  bool gdr = false;
+  if (settings.netGdr && setup.nranks > 1 && !setup.singleHost && setup.bootstrap) {
+    const Config fallback;
+    const Config& config = setup.config ? *setup.config : fallback;
+    bool ibDisabled = false;
+    for (const auto& t : config.disabledTransports) ibDisabled = ibDisabled || t == "ib";
+    const std::string why = gdrLocalReason(probeGdrLocalFacts(config.transport, ibDisabled));
+    auto agreed = agreeOnGdr(*setup.bootstrap, why, setup.wait, log);
+    if (!agreed.isOk())
+      LOOM_WARN(log, kSubsysInit, "GDR: %s; device buffers are staged", agreed.status().message().c_str());
+    gdr = agreed.isOk() && agreed.value();
+  }
+  if (!devicesUsable()) return nullptr;
   for (const auto& w : warnings) LOOM_WARN(log, kSubsysEnv, "%s", w.c_str());
   auto devices = std::make_unique<CommDevices>(setup, settings, classifyPointer, nullptr);
   if (settings.directP2P && directPathBuilt() && setup.singleHost)
     devices->direct_ = makeDirectPath(setup.rank, setup.nranks, setup.bootstrap);
-  LOOM_INFO(log, kSubsysInit, "CUDA: %s; device buffers staged through pinned memory (copies of %zu B)%s",
+  if (settings.netGdr && setup.singleHost && setup.nranks > 1)
+    LOOM_INFO(log, kSubsysInit, "GDR: LOOM_NET_GDR=1 has no effect on a single host (LOOM_CUDA_P2P=1 is its direct path)");
+  if (gdr) {
+    GdrPathOptions options;
+    options.rank = setup.rank;
+    options.nranks = setup.nranks;
+    options.bootstrap = setup.bootstrap;
+    options.provider = transport::defaultVerbsProvider();
+    options.makeReducer = makeCudaReducer;
+    options.log = log;
+    devices->gdr_ = std::make_unique<GdrPath>(std::move(options));
+    devices->gdrKernels_ = directPathBuilt();
+  }
+  LOOM_INFO(log, kSubsysInit, "CUDA: %s; device buffers staged through pinned memory (copies of %zu B)%s%s",
             availability().describe().c_str(), settings.copyChunkBytes,
-            devices->direct_ ? ", same-host all-reduce direct over CUDA IPC when every rank can" : "");
+            devices->direct_ ? ", same-host all-reduce direct over CUDA IPC when every rank can" : "",
+            devices->gdr_ ? ", cross-host all-reduce over GPUDirect RDMA when every rank can" : "");
   return devices;
 }
 
@@ -113,9 +147,23 @@ Status CommDevices::runCollective(const algo::CollArgs& args, const WaitContext&
     *handled = true;
     LOOM_TRY(direct_->allReduce(args, send.value(), recv.value(), wait, &ranDirect));
   }
-  lastPath_ = choosePath(eligible, ranDirect, sendStaged || recvStaged);
-  if (lastPath_ == DataPath::kDirectP2P) return Status::ok();
-  if (lastPath_ == DataPath::kHost) return eligible ? runHost(args) : Status::ok();
+  GdrFacts gdrFacts;
+  gdrFacts.agreed = gdr_ != nullptr && !gdr_->unavailable();
+  gdrFacts.kernelsBuilt = gdrKernels_;
+  gdrFacts.singleHost = setup_.singleHost;
+  gdrFacts.nranks = setup_.nranks;
+  gdrFacts.type = args.type;
+  gdrFacts.bytes = facts.bytes;
+  const bool gdrOk = !eligible && gdrEligible(gdrFacts);
+  bool ranGdr = false;
+  if (gdrOk) {
+    *handled = true;
+    LOOM_TRY(gdr_->allReduce(args, send.value(), recv.value(), wait, &ranGdr));
+  }
+  lastPath_ = gdrOk ? choosePath(true, ranGdr, sendStaged || recvStaged, DataPath::kDirectGdr)
+                    : choosePath(eligible, ranDirect, sendStaged || recvStaged);
+  if (lastPath_ == DataPath::kDirectP2P || lastPath_ == DataPath::kDirectGdr) return Status::ok();
+  if (lastPath_ == DataPath::kHost) return eligible || gdrOk ? runHost(args) : Status::ok();
   *handled = true;
 
   StagingInputs in;

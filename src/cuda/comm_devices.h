@@ -1,7 +1,9 @@
 // Device memory in one communicator: classifies each call's buffers and runs
 // calls on device memory staged through pinned host memory (any transport),
 // or, for same-host all-reduce with LOOM_CUDA_P2P=1, directly between the
-// devices (cuda/p2p_direct.h). Host buffers never get here in a process
+// devices (cuda/p2p_direct.h), and, across hosts with LOOM_NET_GDR=1,
+// between device buffers through the RDMA NIC (cuda/gdr_path.h). Host
+// buffers never get here in a process
 // without a usable CUDA device (the communicator then has no CommDevices).
 //
 // Runs on the communicator's executor thread, one call at a time.
@@ -16,7 +18,9 @@
 #include "algorithms/algorithm.h"
 #include "algorithms/p2p.h"
 #include "bootstrap/bootstrap.h"
+#include "common/config.h"
 #include "common/log.h"
+#include "cuda/gdr_path.h"
 #include "cuda/p2p_direct.h"
 #include "cuda/path_selection.h"
 #include "cuda/runtime.h"
@@ -29,11 +33,14 @@ struct CommDeviceSetup {
   int nranks = 1;
   bool singleHost = false;
   bootstrap::Bootstrap* bootstrap = nullptr;
+  const Config* config = nullptr;  // create() only: LOOM_TRANSPORT and LOOM_IB_DISABLE for the GDR decision
+  WaitContext wait = {};           // create() only: the GDR agreement's exchange
 };
 
 // Settings read from the environment when the communicator is created.
 struct DeviceSettings {
   bool directP2P = false;                   // LOOM_CUDA_P2P=1
+  bool netGdr = false;                      // LOOM_NET_GDR=1 (alike on every rank: create() joins an exchange)
   size_t copyChunkBytes = size_t{8} << 20;  // LOOM_CUDA_COPY_CHUNK
   static DeviceSettings fromEnv(std::vector<std::string>* warnings);
 };
@@ -54,6 +61,13 @@ class CommDevices {
   // The same for a fused send/recv operation.
   Status runP2P(const std::vector<algo::P2POp>& ops, const WaitContext& wait, const HostP2P& runHost,
                 bool* handled);
+  // The GDR path (create() makes it when every rank agreed; tests inject
+  // one over the emulated fabric). It brings its own reducer, so calls are
+  // eligible whatever kernels this build has.
+  void useGdrPath(std::unique_ptr<GdrPath> gdr) {
+    gdr_ = std::move(gdr);
+    gdrKernels_ = true;
+  }
   // The path of the last call (tests, logs).
   DataPath lastPath() const { return lastPath_; }
 
@@ -68,6 +82,8 @@ class CommDevices {
   std::map<int, std::unique_ptr<CopyEngine>> cudaCopies_;  // per device, created on first use
   PinnedPool::Lease staging_;  // kept between calls: the next one of the same size reuses it
   std::unique_ptr<DirectPath> direct_;
+  std::unique_ptr<GdrPath> gdr_;
+  bool gdrKernels_ = false;  // the GDR path's reducer has kernels to run (GdrFacts::kernelsBuilt)
   DataPath lastPath_ = DataPath::kHost;
   bool running_ = false;  // inside runCollective/runP2P: a nested call is the host step
 };

@@ -7,6 +7,7 @@ const char* dataPathName(DataPath path) {
     case DataPath::kHost: return "host";
     case DataPath::kStaged: return "staged";
     case DataPath::kDirectP2P: return "direct-p2p";
+    case DataPath::kDirectGdr: return "direct-gdr";
   }
   return "?";
 }
@@ -16,9 +17,15 @@ bool directEligible(const DirectFacts& f) {
          f.nranks <= f.maxSources && f.type == algo::CollType::kAllReduce && f.bytes > 0;
 }
 
-DataPath choosePath(bool eligible, bool allReady, bool localNeedsStaging) {
-  if (eligible && allReady) return DataPath::kDirectP2P;
+DataPath choosePath(bool eligible, bool allReady, bool localNeedsStaging, DataPath direct) {
+  if (eligible && allReady) return direct;
   return localNeedsStaging ? DataPath::kStaged : DataPath::kHost;
+}
+
+bool gdrEligible(const GdrFacts& f) {
+  if (!f.agreed || !f.kernelsBuilt || f.singleHost || f.nranks < 2 || f.nranks > f.maxSources) return false;
+  if (f.type != algo::CollType::kAllReduce || f.bytes == 0) return false;
+  return f.bytes / static_cast<size_t>(f.nranks) < f.maxSliceBytes;
 }
 
 }  // namespace loom::cuda

@@ -6,7 +6,10 @@
 //   kDirectP2P all ranks on one host, every rank's buffers in device memory
 //              on devices with peer access to each other: each rank reads its
 //              peers' device buffers (CUDA IPC) and reduces with the CUDA
-//              kernels (all-reduce only for now).
+//              kernels (all-reduce only for now);
+//   kDirectGdr ranks on several hosts, every rank's buffers in device memory:
+//              the RDMA NIC writes between the device buffers (GPUDirect
+//              RDMA over verbs, cuda/gdr_path.h; all-reduce only for now).
 //
 // Ranks must agree on kDirectP2P (they read each other's buffers), but each
 // knows only its own buffers. So the choice has two steps: directEligible()
@@ -22,7 +25,7 @@
 
 namespace loom::cuda {
 
-enum class DataPath { kHost, kStaged, kDirectP2P };
+enum class DataPath { kHost, kStaged, kDirectP2P, kDirectGdr };
 const char* dataPathName(DataPath path);
 
 struct DirectFacts {
@@ -44,8 +47,26 @@ struct DirectReadiness {
   bool reachesAllPeers = false;   // that device can access every peer's device (peer access or the same device)
 };
 
-// This rank's path: `eligible` from directEligible(), `allReady` true when
-// every rank's record said both readiness bits (false when not eligible).
-DataPath choosePath(bool eligible, bool allReady, bool localNeedsStaging);
+// This rank's path: `eligible` from directEligible() (or gdrEligible()),
+// `allReady` true when every rank's record said it was ready (false when not
+// eligible); `direct` names the direct path that was tried.
+DataPath choosePath(bool eligible, bool allReady, bool localNeedsStaging, DataPath direct = DataPath::kDirectP2P);
+
+// The GPUDirect RDMA path's facts, again the same on every rank. Whether a
+// rank has CUDA, an RDMA device and nvidia-peermem differs from host to host,
+// so those are not facts here: the ranks agree on them once, when the
+// communicator is created (cuda/gdr_availability.h), and `agreed` is the result.
+struct GdrFacts {
+  bool agreed = false;        // LOOM_NET_GDR=1 and every rank said it can (agreement at creation)
+  bool kernelsBuilt = false;  // the CUDA reduce-copy kernels are compiled in
+  bool singleHost = false;    // one host: CUDA IPC (kDirectP2P) is the better direct path there
+  int nranks = 1;
+  int maxSources = 8;         // one reduce-copy combines all ranks' slices
+  algo::CollType type = algo::CollType::kAllReduce;
+  size_t bytes = 0;
+  size_t maxSliceBytes = size_t{32} << 30;  // what one rank's slice may be (QP depth x 1 GiB writes)
+};
+// Whether the ranks exchange GDR records for this call.
+bool gdrEligible(const GdrFacts& facts);
 
 }  // namespace loom::cuda

@@ -400,6 +400,7 @@ class EmuProvider final : public Provider {
  public:
   EmuProvider(std::shared_ptr<FabricImpl> fabric, int index) : fabric_(std::move(fabric)), index_(index) {}
   std::string probe() override { return ""; }
+  std::string probeDeviceMemory() override { return ""; }  // any memory is bytes to the emulation
   Result<std::unique_ptr<Device>> openDevice() override {
     return std::unique_ptr<Device>(std::make_unique<EmuDevice>(fabric_, index_));
   }
@@ -413,6 +414,7 @@ class NoDevice final : public Provider {
  public:
   explicit NoDevice(std::string reason) : reason_(std::move(reason)) {}
   std::string probe() override { return reason_; }
+  std::string probeDeviceMemory() override { return reason_; }
   Result<std::unique_ptr<Device>> openDevice() override { return Status(Code::kSystemError, reason_); }
 
  private:

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "common/format.h"
+#include "transports/verbs/gdr_probe.h"
 
 namespace loom::transport::verbs {
 namespace {
@@ -326,6 +327,7 @@ class IbvProvider final : public Provider {
     Status s = findDevice(nullptr);
     return s.isOk() ? "" : s.message();
   }
+  std::string probeDeviceMemory() override { return peerMemoryReason(readPeerMemFacts("/sys")); }
   Result<std::unique_ptr<Device>> openDevice() override {
     std::unique_ptr<Device> device;
     LOOM_TRY(findDevice(&device));

@@ -176,6 +176,9 @@ class Provider {
   // device (ibv_get_device_list: Function not implemented)". Cheap enough
   // for canConnect (the caller caches it).
   virtual std::string probe() = 0;
+  // "" if this backend can register GPU (cudaMalloc) memory for RDMA
+  // (GPUDirect RDMA: libibverbs needs nvidia-peermem, gdr_probe.h), else why not.
+  virtual std::string probeDeviceMemory() = 0;
   // Opens the first device with an active port (kSystemError saying why not).
   virtual Result<std::unique_ptr<Device>> openDevice() = 0;
 };

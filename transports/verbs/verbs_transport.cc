@@ -58,6 +58,7 @@ class NoRecv final : public RecvConnection {
 class Unavailable final : public Provider {
  public:
   std::string probe() override { return "no RDMA support (Loom was built without libibverbs)"; }
+  std::string probeDeviceMemory() override { return probe(); }
   Result<std::unique_ptr<Device>> openDevice() override { return Status(Code::kSystemError, probe()); }
 };
 
