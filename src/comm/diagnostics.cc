@@ -32,7 +32,7 @@ Diagnostics::Diagnostics(const Config& config, int rank, int nranks, std::string
       host_(std::move(host)),
       log_(std::move(log)),
       check_(config.check),
-      createdNs_(monotonicNanos()),
+      createdNs_(config.tracePath.empty() ? coarseMonotonicNanos() : monotonicNanos()),
       allPeers_(strprintf("all %d ranks", nranks)),
       recorder_(static_cast<size_t>(config.flightRecorderEntries), allPeers_) {
   const std::string dir = config.dumpDir.empty() ? "/tmp" : config.dumpDir;
@@ -130,7 +130,7 @@ void Diagnostics::onAbort() {
 
 void Diagnostics::dump(const std::string& reason) {
   std::lock_guard<std::mutex> lock(dumpMu_);
-  const int64_t now = monotonicNanos();
+  const int64_t now = this->now();
   const std::string header = strprintf(
       "Loom flight recorder (%s): rank %d of %d, host %s, pid %d, %llu operations, last %zu kept (oldest first), "
       "times in s since the communicator was created (%.3f s ago), LOOM_CHECK=%d",

@@ -77,7 +77,10 @@ class Diagnostics {
   void finished(const OpTicket& ticket, const Status& status);
   Status checkAndMarkDataMovement(const OpTicket& ticket, algo::Links& links, const WaitContext& wait);
   // One clock read per operation edge, only when something records time.
-  int64_t nowIfRecording() const { return recorder_.capacity() > 0 || trace_ ? monotonicNanos() : 0; }
+  // The trace needs precise times; the flight recorder alone takes the
+  // coarse clock (a blocking call reads it three times).
+  int64_t now() const { return trace_ ? monotonicNanos() : coarseMonotonicNanos(); }
+  int64_t nowIfRecording() const { return recorder_.capacity() > 0 || trace_ ? now() : 0; }
   void traceOp(const OpTicket& ticket, const Status& status, int64_t endNs);
 
   const int rank_;

@@ -10,6 +10,7 @@ void Executor::submit(PendingOp op, bool wakeWorker) {
   {
     std::lock_guard<std::mutex> lock(queueMu_);
     queue_.push_back(std::move(op));
+    queued_.store(queue_.size(), std::memory_order_release);
   }
   if (wakeWorker) queueCv_.notify_one();
 }
@@ -21,6 +22,7 @@ bool Executor::runOne() {
     if (queue_.empty()) return false;
     op = std::move(queue_.front());
     queue_.pop_front();
+    queued_.store(queue_.size(), std::memory_order_release);
   }
   Status status;
   try {

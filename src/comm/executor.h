@@ -7,6 +7,7 @@
 // algorithms below never see concurrent calls on one communicator.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -41,10 +42,9 @@ class Executor {
   bool tryRunInline(Work&& work, Status* status) {
     std::unique_lock<std::mutex> run(runMu_, std::try_to_lock);
     if (!run.owns_lock()) return false;
-    {
-      std::lock_guard<std::mutex> lock(queueMu_);
-      if (!queue_.empty()) return false;
-    }
+    // With runMu_ held the queue can only grow, so a zero count read here
+    // means nothing queued came before this call (as the locked check would).
+    if (queued_.load(std::memory_order_acquire) != 0) return false;
     *status = work();
     return true;
   }
@@ -59,6 +59,7 @@ class Executor {
   std::mutex queueMu_;
   std::condition_variable queueCv_;
   std::deque<PendingOp> queue_;
+  std::atomic<size_t> queued_{0};  // queue_.size(), changed under queueMu_, read without it by tryRunInline
   bool stopping_ = false;
   std::mutex runMu_;
   std::thread worker_;

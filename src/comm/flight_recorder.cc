@@ -1,6 +1,8 @@
 #include "comm/flight_recorder.h"
 
 #include <algorithm>
+#include <time.h>
+
 #include <chrono>
 
 #include "common/format.h"
@@ -24,6 +26,12 @@ const char* opPhaseName(OpPhase phase) {
     case OpPhase::kDataMovement: return "data movement";
   }
   return "?";
+}
+
+int64_t coarseMonotonicNanos() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
 int64_t monotonicNanos() {

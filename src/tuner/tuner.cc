@@ -162,12 +162,8 @@ Tuner::CacheKey Tuner::keyOf(const algo::CollArgs& args, const ProtoContexts& ct
 Choice Tuner::choose(const algo::CollArgs& args, const ProtoContexts& ctxs) const {
   const CacheKey key = keyOf(args, ctxs);
   CacheEntry& slot = cache_[(args.count * 31 + static_cast<size_t>(args.type)) % kCacheEntries];
-  {
-    std::lock_guard<std::mutex> lock(cacheMu_);
-    if (slot.valid && slot.key == key) return slot.choice;
-  }
+  if (slot.valid && slot.key == key) return slot.choice;
   const Choice choice = chooseUncached(args, ctxs);
-  std::lock_guard<std::mutex> lock(cacheMu_);
   slot = {true, key, choice};
   return choice;
 }

@@ -56,6 +56,8 @@ class Tuner {
         std::vector<std::string>* warnings);
 
   // Null algorithm only if no registered algorithm applies to the call.
+  // Not thread-safe (its cache): one caller at a time, as the communicator's
+  // executor guarantees.
   Choice choose(const algo::CollArgs& args, const ProtoContexts& ctxs) const;
 
   // Every applicable (algorithm, protocol) with its predicted time, in
@@ -107,7 +109,8 @@ class Tuner {
   static constexpr size_t kCacheEntries = 16;
   static CacheKey keyOf(const algo::CollArgs& args, const ProtoContexts& ctxs);
   Choice chooseUncached(const algo::CollArgs& args, const ProtoContexts& ctxs) const;
-  mutable std::mutex cacheMu_;
+  // No lock: choose() runs only inside Communicator::execute, which the
+  // communicator's executor runs one at a time (its run lock).
   mutable CacheEntry cache_[kCacheEntries];
 
   const int nranks_;
