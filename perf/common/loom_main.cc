@@ -47,33 +47,37 @@ class LoomExecutor final : public RankExecutor {
   }
   void groupStart() override { check("loomGroupStart", loomGroupStart()); }
   void groupEnd() override { check("loomGroupEnd", loomGroupEnd()); }
-  void synchronize() override { check("loomStreamSynchronize", loomStreamSynchronize(stream_)); }
+  // Blocking: every call already returned when done and stream_ holds no
+  // work, so there is nothing to wait for (MPI's executor waits for nothing either).
+  void synchronize() override {
+    if (!blocking_) check("loomStreamSynchronize", loomStreamSynchronize(stream_));
+  }
 
   void barrier() override {
     const int32_t one = 1;
     int32_t sum = 0;
     check("loomAllReduce (barrier)", loomAllReduce(&one, &sum, 1, loomInt32, loomSum, comm_, stream_));
-    synchronize();
+    waitStream();
   }
 
   double allReduceDouble(double value, loomRedOp_t op) override {
     double result = 0;
     check("loomAllReduce (time)", loomAllReduce(&value, &result, 1, loomFloat64, op, comm_, stream_));
-    synchronize();
+    waitStream();
     return result;
   }
 
   int64_t allReduceSum(int64_t value) override {
     int64_t result = 0;
     check("loomAllReduce (error count)", loomAllReduce(&value, &result, 1, loomInt64, loomSum, comm_, stream_));
-    synchronize();
+    waitStream();
     return result;
   }
 
   std::vector<RankInfo> allGatherInfo(const RankInfo& mine) override {
     std::vector<RankInfo> all(nranks_);
     check("loomAllGather (rank info)", loomAllGather(&mine, all.data(), sizeof(RankInfo), loomUint8, comm_, stream_));
-    synchronize();
+    waitStream();
     return all;
   }
 
@@ -84,6 +88,9 @@ class LoomExecutor final : public RankExecutor {
   }
 
  private:
+  // The harness's own calls (barrier, timing and error-count reductions) go
+  // on stream_ in both modes: wait for them.
+  void waitStream() { check("loomStreamSynchronize", loomStreamSynchronize(stream_)); }
   void check(const char* call, loomResult_t result) {
     if (result != loomSuccess) fail(rank_, call, result, comm_);
   }
