@@ -35,9 +35,18 @@ struct WaitSignal {
   std::atomic<uint32_t> sleepers{0};
 
   // Called by the writer after publishing what the waiter waits for.
+  // Dekker with waitUntil(): the writer publishes, fences, reads sleepers;
+  // a waiter adds itself to sleepers, fences, re-checks before sleeping. So
+  // either the waiter sees the data or the writer sees the sleeper, bumps
+  // seq (the futex word the sleeper compares) and wakes it. With nobody
+  // asleep (the common case: waiters spin first) the writer touches no
+  // shared word: no read-modify-write bouncing a cache line per chunk.
   void notify() {
-    seq.fetch_add(1, std::memory_order_seq_cst);
-    if (sleepers.load(std::memory_order_seq_cst) != 0) wakeAll();
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (sleepers.load(std::memory_order_relaxed) != 0) {
+      seq.fetch_add(1, std::memory_order_seq_cst);
+      wakeAll();
+    }
   }
   void wakeAll();
   // Sleeps while seq == expected, at most timeoutMillis.
@@ -119,6 +128,7 @@ Status waitUntil(Ready&& ready, WaitSignal* signal, const WaitContext& ctx, What
     int ms = ctx.deadline.remainingMillis(signal ? 20 : 1);
     if (signal) {
       signal->sleepers.fetch_add(1, std::memory_order_seq_cst);
+      std::atomic_thread_fence(std::memory_order_seq_cst);  // pairs with notify()'s fence
       if (!ready()) signal->sleep(seen, ms < 1 ? 1 : ms);
       signal->sleepers.fetch_sub(1, std::memory_order_seq_cst);
     } else {
