@@ -28,7 +28,17 @@ struct GdrPath::Registered {
   verbs::RegistrationCache::Handle send, recv, scratch;
 };
 
-GdrPath::GdrPath(GdrPathOptions options) : options_(std::move(options)) {}
+namespace {
+
+// The tag of the path's own scratch registration: the path allocates and
+// frees the scratch itself (invalidating it first), so it needs no buffer id.
+constexpr uint64_t kScratchIdentity = ~uint64_t{0};
+
+}  // namespace
+
+GdrPath::GdrPath(GdrPathOptions options) : options_(std::move(options)) {
+  if (!options_.identify) options_.identify = driverAllocationIdentity;
+}
 
 GdrPath::~GdrPath() {
   links_.reset();  // QPs and registrations first: the scratch stays mapped until deregistered
@@ -72,6 +82,24 @@ Status GdrPath::ensureScratch(size_t bytes) {
   return Status::ok();
 }
 
+std::string GdrPath::registerUserBuffer(const char* what, void* ptr, size_t bytes, uint32_t access,
+                                       verbs::RegistrationCache::Handle* out) {
+  // Without the identity a cached registration may belong to memory freed
+  // since (and the address reused): never guess, stage instead.
+  auto id = options_.identify(ptr);
+  if (!id.isOk())
+    return strprintf("%s %p: cannot tell which allocation it belongs to: %s", what, ptr, id.status().message().c_str());
+  const AllocationIdentity& a = id.value();
+  const uintptr_t p = reinterpret_cast<uintptr_t>(ptr);
+  if (p < a.base || p - a.base > a.size || bytes > a.size - (p - a.base))
+    return strprintf("%s %p (%zu bytes) runs past the end of its allocation (%zu bytes at %#llx)", what, ptr, bytes,
+                     a.size, static_cast<unsigned long long>(a.base));
+  auto r = links_->registrations().get(ptr, bytes, access, a.bufferId);
+  if (!r.isOk()) return strprintf("registering %s: %s", what, r.status().message().c_str());
+  *out = std::move(r).value();
+  return "";
+}
+
 std::string GdrPath::prepare(const algo::CollArgs& args, const PointerInfo& send, const PointerInfo& recv,
                              CallRecord* mine, Registered* regs) {
   if (send.kind != MemoryKind::kDevice) return strprintf("sendbuff is %s memory", memoryKindName(send.kind));
@@ -93,14 +121,12 @@ std::string GdrPath::prepare(const algo::CollArgs& args, const PointerInfo& send
   auto& cache = links_->registrations();
   constexpr uint32_t kWritable = verbs::kAccessLocalWrite | verbs::kAccessRemoteWrite;
   // recvbuff first: in place, sendbuff then hits the same (writable) registration.
-  auto r = cache.get(args.recvbuf, bytes, kWritable);
-  if (!r.isOk()) return "registering recvbuff: " + r.status().message();
-  auto s = cache.get(const_cast<void*>(args.sendbuf), bytes, verbs::kAccessLocalWrite);
-  if (!s.isOk()) return "registering sendbuff: " + s.status().message();
-  auto k = cache.get(scratch_, scratchBytes_, kWritable);
+  std::string why = registerUserBuffer("recvbuff", args.recvbuf, bytes, kWritable, &regs->recv);
+  if (why.empty())
+    why = registerUserBuffer("sendbuff", const_cast<void*>(args.sendbuf), bytes, verbs::kAccessLocalWrite, &regs->send);
+  if (!why.empty()) return why;
+  auto k = cache.get(scratch_, scratchBytes_, kWritable, kScratchIdentity);
   if (!k.isOk()) return "registering the device scratch: " + k.status().message();
-  regs->recv = std::move(r).value();
-  regs->send = std::move(s).value();
   regs->scratch = std::move(k).value();
   mine->recvAddr = reinterpret_cast<uintptr_t>(args.recvbuf);
   mine->recvRkey = regs->recv->rkey;

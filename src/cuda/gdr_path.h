@@ -10,7 +10,11 @@
 // One all-reduce of `count` elements, two-shot, on every rank r:
 //  1. register sendbuff, recvbuff and a device scratch of n slots (grown,
 //     kept) through the registration cache, so repeated calls on the same
-//     buffers register nothing; then exchange (bootstrap all-gather) one
+//     buffers register nothing (user buffers' registrations are tagged with
+//     their allocation's buffer id, cuda/allocation_identity.h: a buffer
+//     freed and reallocated at the same address is registered anew, and one
+//     whose identity cannot be learned is not ready); then exchange
+//     (bootstrap all-gather) one
 //     record: ready, count, recvbuff and scratch address + rkey. Unless every
 //     rank is ready (device buffers, registrations done), every rank returns
 //     "not run" and the call is staged; nothing was written;
@@ -43,6 +47,7 @@
 #include "common/log.h"
 #include "common/status.h"
 #include "common/wait.h"
+#include "cuda/allocation_identity.h"
 #include "cuda/device_reducer.h"
 #include "cuda/memory_kind.h"
 #include "transports/verbs/registration_cache.h"
@@ -58,6 +63,7 @@ struct GdrPathOptions {
   bootstrap::Bootstrap* bootstrap = nullptr;
   std::shared_ptr<transport::verbs::Provider> provider;  // libibverbs, or the tests' emulated fabric
   ReducerFactory makeReducer;                            // makeCudaReducer, or the tests' emulation
+  AllocationIdentityFn identify;                         // of user buffers; empty: driverAllocationIdentity
   Logger log;
 };
 
@@ -85,6 +91,10 @@ class GdrPath {
   // ready, else why not (the call is then staged by every rank).
   std::string prepare(const algo::CollArgs& args, const PointerInfo& send, const PointerInfo& recv, CallRecord* mine,
                       Registered* regs);
+  // Registers user buffer `what` ([ptr, ptr + bytes)) tagged with its
+  // allocation's identity; "" when done, else why not.
+  std::string registerUserBuffer(const char* what, void* ptr, size_t bytes, uint32_t access,
+                                 transport::verbs::RegistrationCache::Handle* out);
   Status ensureScratch(size_t bytes);
   Status runTwoShot(const algo::CollArgs& args, const CallRecord* records, const Registered& regs,
                     const WaitContext& wait);

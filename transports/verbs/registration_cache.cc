@@ -26,7 +26,8 @@ void RegistrationCache::eraseLocked(Index::iterator it) {
   entries_.erase(it);
 }
 
-Result<RegistrationCache::Handle> RegistrationCache::get(void* addr, size_t length, uint32_t access) {
+Result<RegistrationCache::Handle> RegistrationCache::get(void* addr, size_t length, uint32_t access,
+                                                         uint64_t identity) {
   LOOM_ENFORCE(addr != nullptr && length > 0, Code::kInvalidArgument,
                "verbs: registering %zu bytes at %p (an empty or null range)", length, addr);
   const uintptr_t begin = pageDown(reinterpret_cast<uintptr_t>(addr));
@@ -37,23 +38,28 @@ Result<RegistrationCache::Handle> RegistrationCache::get(void* addr, size_t leng
   auto it = entries_.upper_bound(begin);
   if (it != entries_.begin()) {
     auto prev = std::prev(it);
-    if (prev->second.end >= end && (prev->second.region->access & access) == access) {
+    if (prev->second.end >= end && prev->second.identity == identity &&
+        (prev->second.region->access & access) == access) {
       ++stats_.hits;
       lru_.splice(lru_.begin(), lru_, prev->second.lru);
       return prev->second.region;
     }
   }
 
-  // Miss: register the union with every overlapping entry, which it replaces.
+  // Miss: register the union with every overlapping entry of the same
+  // identity, which it replaces; overlapping entries of another identity
+  // describe memory that is gone, and are only dropped.
   uintptr_t lo = begin, hi = end;
   uint32_t rights = access;
   auto first = entries_.upper_bound(begin);
   if (first != entries_.begin() && std::prev(first)->second.end > begin) --first;
   auto last = first;
   while (last != entries_.end() && last->first < end) {
-    lo = std::min(lo, last->first);
-    hi = std::max(hi, last->second.end);
-    rights |= last->second.region->access;
+    if (last->second.identity == identity) {
+      lo = std::min(lo, last->first);
+      hi = std::max(hi, last->second.end);
+      rights |= last->second.region->access;
+    }
     ++last;
   }
   auto registered = pd_.registerMemory(reinterpret_cast<void*>(lo), hi - lo, rights);
@@ -62,7 +68,7 @@ Result<RegistrationCache::Handle> RegistrationCache::get(void* addr, size_t leng
   ++stats_.misses;
   while (first != last) {
     auto next = std::next(first);
-    ++stats_.merged;
+    ++(first->second.identity == identity ? stats_.merged : stats_.stale);
     eraseLocked(first);
     first = next;
   }
@@ -72,7 +78,7 @@ Result<RegistrationCache::Handle> RegistrationCache::get(void* addr, size_t leng
     delete mr;
   });
   lru_.push_front(lo);
-  entries_[lo] = Entry{hi, region, lru_.begin()};
+  entries_[lo] = Entry{hi, identity, region, lru_.begin()};
   while (entries_.size() > maxEntries_) {
     ++stats_.evictions;
     eraseLocked(entries_.find(lru_.back()));

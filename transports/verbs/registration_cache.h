@@ -11,6 +11,13 @@
 // rights), which replaces the overlapped entries in the cache, so the cache
 // never holds two ranges for the same page.
 //
+// Identity: a caller may tag a request with a 64-bit identity of the memory
+// behind the range (CUDA's buffer id, unique per allocation). A cached range
+// serves only requests with the same identity; a request whose identity
+// differs from an overlapping entry's means that memory was freed and the
+// address reused, so that entry is dropped (stale) and the range registered
+// anew, never merged with it. Untagged requests have identity 0.
+//
 // Lifetime: get() returns a shared handle. An entry leaving the cache
 // (eviction, replacement, invalidate()) is deregistered once its last handle
 // is released, so a region in use is never pulled from under a transfer.
@@ -42,6 +49,7 @@ class RegistrationCache {
     uint64_t evictions = 0;      // dropped for capacity
     uint64_t merged = 0;         // replaced by a registration of their union with a new range
     uint64_t invalidations = 0;  // dropped by invalidate()
+    uint64_t stale = 0;          // dropped for a request with another identity on overlapping pages
   };
 
   RegistrationCache(ProtectionDomain& pd, size_t maxEntries);
@@ -49,8 +57,9 @@ class RegistrationCache {
   RegistrationCache(const RegistrationCache&) = delete;
   RegistrationCache& operator=(const RegistrationCache&) = delete;
 
-  // A registration covering [addr, addr + length) with at least `access`.
-  Result<Handle> get(void* addr, size_t length, uint32_t access);
+  // A registration covering [addr, addr + length) with at least `access`,
+  // of the memory known as `identity` (see above).
+  Result<Handle> get(void* addr, size_t length, uint32_t access, uint64_t identity = 0);
   // Drops every entry overlapping [addr, addr + length).
   void invalidate(void* addr, size_t length);
 
@@ -60,6 +69,7 @@ class RegistrationCache {
  private:
   struct Entry {
     uintptr_t end = 0;
+    uint64_t identity = 0;
     Handle region;
     std::list<uintptr_t>::iterator lru;  // position in lru_ (front: most recent)
   };

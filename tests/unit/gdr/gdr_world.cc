@@ -2,6 +2,13 @@
 
 namespace loom::testing::gdr {
 
+cuda::AllocationIdentityFn unchangingIdentity() {
+  return [](const void* ptr) -> Result<cuda::AllocationIdentity> {
+    // An allocation starting at the buffer and larger than any test's buffer.
+    return cuda::AllocationIdentity{1, reinterpret_cast<uintptr_t>(ptr), size_t{1} << 40};
+  };
+}
+
 GdrWorld makeGdrWorld(int nranks, const std::function<void(int, cuda::GdrPathOptions&)>& customize) {
   GdrWorld w;
   w.nranks = nranks;
@@ -17,6 +24,7 @@ GdrWorld makeGdrWorld(int nranks, const std::function<void(int, cuda::GdrPathOpt
     options.makeReducer = [](int) -> Result<std::unique_ptr<cuda::DeviceReducer>> {
       return cuda::makeEmulatedReducer();
     };
+    options.identify = unchangingIdentity();
     if (customize) customize(r, options);
     w.paths.push_back(std::make_unique<cuda::GdrPath>(std::move(options)));
   }

@@ -23,7 +23,12 @@ struct GdrWorld {
   std::vector<std::unique_ptr<cuda::GdrPath>> paths;
 };
 
-// `customize(rank, options)` may swap a rank's provider or reducer.
+// The identity the world's paths see unless a test injects another: every
+// buffer is its own allocation, with one buffer id that never changes (host
+// memory is never "freed and reallocated" behind the path's back here).
+cuda::AllocationIdentityFn unchangingIdentity();
+
+// `customize(rank, options)` may swap a rank's provider, reducer or identity.
 GdrWorld makeGdrWorld(int nranks, const std::function<void(int, cuda::GdrPathOptions&)>& customize = {});
 
 WaitContext waitFor(double seconds);

@@ -125,6 +125,35 @@ TEST_F(RegistrationCacheTest, InvalidateDropsOverlappingEntries) {
   EXPECT_EQ(cache.stats().misses, misses + 1);
 }
 
+TEST_F(RegistrationCacheTest, AnotherIdentityReplacesOverlappedEntriesWithoutMergingThem) {
+  RegistrationCache cache(*pd_, 8);
+  auto old = cache.get(page(0), 2 * kPage, kAccessLocalWrite, 7);
+  ASSERT_TRUE(old.isOk());
+  auto same = cache.get(page(1), 10, kAccessLocalWrite, 7);
+  ASSERT_TRUE(same.isOk());
+  EXPECT_EQ(same.value().get(), old.value().get()) << "the same identity hits";
+  same = Status(Code::kInternalError, "dropped");
+  // Memory at page 1 "freed and reallocated": a new registration of only
+  // the new range, and the old entry leaves the cache (kept while held).
+  auto fresh = cache.get(page(1), 2 * kPage, kAccessLocalWrite, 8);
+  ASSERT_TRUE(fresh.isOk());
+  EXPECT_NE(fresh.value().get(), old.value().get());
+  EXPECT_EQ(fresh.value()->addr, page(1)) << "not merged with the stale range";
+  EXPECT_EQ(fresh.value()->length, 2 * kPage);
+  EXPECT_EQ(cache.stats().stale, 1u);
+  EXPECT_EQ(cache.stats().merged, 0u);
+  EXPECT_EQ(cache.size(), 1u);
+  EXPECT_EQ(live(), 2);
+  old = Status(Code::kInternalError, "dropped");
+  EXPECT_EQ(live(), 1) << "the stale registration goes with its last handle";
+  // An untagged request is another identity too.
+  auto untagged = cache.get(page(2), kPage, kAccessLocalWrite);
+  ASSERT_TRUE(untagged.isOk());
+  EXPECT_EQ(cache.stats().stale, 2u);
+  EXPECT_EQ(cache.stats().misses, 3u);
+  EXPECT_EQ(cache.stats().hits, 1u);
+}
+
 TEST_F(RegistrationCacheTest, DestructionDeregistersEverythingNotHeld) {
   RegistrationCache::Handle keep;
   {
