@@ -13,13 +13,8 @@ namespace loom {
 Deadline Deadline::after(double seconds) {
   if (!(seconds < 1e9)) return never();
   auto delta = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
-  // Every call makes a deadline: read the tick-resolution clock (~8 ns
-  // instead of ~26 here). It is CLOCK_MONOTONIC a tick behind, and the
-  // steady clock is CLOCK_MONOTONIC, so the deadline is at most a tick early.
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-  const Clock::time_point now{std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec)};
-  return {now + delta};
+  // The precise clock: some deadlines are shorter than the coarse clock's tick.
+  return {Clock::now() + delta};
 }
 
 int Deadline::remainingMillis(int cap) const {

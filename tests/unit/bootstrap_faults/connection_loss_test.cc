@@ -4,6 +4,8 @@
 // root logs what it saw, and nothing leaks.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+
 #include <chrono>
 #include <thread>
 
@@ -106,8 +108,13 @@ TEST(BootstrapFaults, AddressTableCutHalfwayIsReportedOnEveryRank) {
   EXPECT_EQ(ranks[1].status.message(), "bootstrap: rank 1 of 2: connection closed by the peer during the address "
                                        "table from the root at " + proxyAddress);
   EXPECT_LT(ranks[1].seconds, 1.0);
-  // Rank 0 has the table, but its ring neighbour is gone: its own deadline.
-  EXPECT_EQ(ranks[0].status.code(), Code::kTimeout);
+  // Rank 0 has the table, but its ring neighbour is gone. Usually it waits
+  // for rank 1 until its own deadline; when rank 1 gives up between rank 0's
+  // ring connect and its hello (seen under ASan's timing), rank 0 is told
+  // at once that rank 1 closed the connection. Both name rank 1.
+  EXPECT_TRUE(ranks[0].status.code() == Code::kTimeout || ranks[0].status.code() == Code::kRemoteError)
+      << ranks[0].status.message();
+  std::printf("rank 0 saw (after %.3f s): %s\n", ranks[0].seconds, ranks[0].status.message().c_str());
   EXPECT_TRUE(contains(ranks[0].status.message(), "bootstrap: rank 0 of 2: ")) << ranks[0].status.message();
   EXPECT_TRUE(contains(ranks[0].status.message(), "rank 1")) << ranks[0].status.message();
   EXPECT_LT(ranks[0].seconds, 2.5);
