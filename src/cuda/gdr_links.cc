@@ -75,13 +75,7 @@ Status GdrLinks::connectQps(void* tablePtr) {
     LOOM_ENFORCE(theirs.ethernet == mine.ethernet, Code::kSystemError,
                  "GDR setup: rank %d's port is %s but rank %d's is %s (one fabric is needed)", rank_,
                  mine.ethernet ? "RoCE" : "InfiniBand", peer, theirs.ethernet ? "RoCE" : "InfiniBand");
-    verbs::RemoteQp remote;
-    remote.qpn = rec.qpn;
-    remote.psn = rec.psn;
-    remote.lid = theirs.lid;
-    std::memcpy(remote.gid.data(), theirs.gid, 16);
-    remote.useGid = theirs.ethernet != 0;
-    remote.mtu = std::min(theirs.mtu, mine.mtu);
+    const verbs::RemoteQp remote = verbs::remoteQpOf(mine, theirs, rec);
     auto& qp = *qps_[static_cast<size_t>(peer)];
     LOOM_TRY(qp.toRtr(device_->port(), remote).withContext(strprintf("GDR queue pair of rank %d to rank %d: ", rank_, peer)));
     LOOM_TRY(qp.toRts(psns_[static_cast<size_t>(peer)])

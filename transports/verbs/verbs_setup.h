@@ -58,6 +58,10 @@ class SetupTable {
   std::vector<std::byte> data_;
 };
 
+// The address of `theirs`'s queue pair `rec` as this rank (`mine`) connects
+// to it: GID routing on RoCE, the smaller of the two ports' MTUs.
+RemoteQp remoteQpOf(const RankHeader& mine, const RankHeader& theirs, const QpRecord& rec);
+
 // Whether any pair of ranks may be served by verbs, decided from what every
 // rank shares (the peer table and LOOM_TRANSPORT), so all ranks agree on
 // joining the setup exchanges without a word.

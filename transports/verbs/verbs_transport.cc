@@ -203,13 +203,7 @@ Status VerbsTransport::connectLinks(const SetupContext& ctx, SetupTable& table) 
     LOOM_ENFORCE(theirs.ethernet == mine.ethernet, Code::kSystemError,
                  "verbs: rank %d's port is %s but %s's is %s (one fabric is needed)", ctx.rank,
                  mine.ethernet ? "RoCE" : "InfiniBand", who.c_str(), theirs.ethernet ? "RoCE" : "InfiniBand");
-    RemoteQp remote;
-    remote.qpn = rec.qpn;
-    remote.psn = rec.psn;
-    remote.lid = theirs.lid;
-    std::memcpy(remote.gid.data(), theirs.gid, 16);
-    remote.useGid = theirs.ethernet != 0;
-    remote.mtu = std::min(theirs.mtu, mine.mtu);
+    const RemoteQp remote = remoteQpOf(mine, theirs, rec);
     LOOM_TRY(link->connect(device_->port(), remote, psns_[static_cast<size_t>(peer)], {rec.ringAddr, rec.ringRkey}));
   }
   return Status::ok();
