@@ -30,6 +30,9 @@ struct GroupState {
 };
 
 thread_local GroupState group;
+// group.depth > 0, kept apart from `group`: every collective asks, and a
+// plain int in the initial-exec model is one load (no TLS wrapper call).
+__attribute__((tls_model("initial-exec"))) thread_local bool groupOpen = false;
 
 loomResult_t runDeferredInits(std::vector<std::function<loomResult_t()>> inits) {
   std::vector<loomResult_t> results(inits.size(), loomSuccess);
@@ -43,7 +46,7 @@ loomResult_t runDeferredInits(std::vector<std::function<loomResult_t()>> inits) 
 
 }  // namespace
 
-bool inGroup() { return group.depth > 0; }
+bool inGroup() { return groupOpen; }
 
 void deferCollective(loomComm_t comm, const algo::CollArgs& args, loomStream_t stream) {
   deferOrdered(comm, stream, [comm, args](Stream* s) { return comm->impl->enqueueAsync(args, s); });
@@ -80,13 +83,15 @@ bool hasDeferredWork(loomComm_t comm) {
 
 loomResult_t groupStart() {
   ++group.depth;
+  groupOpen = true;
   return loomSuccess;
 }
 
 loomResult_t groupEnd() {
   if (group.depth == 0)
     return fail(nullptr, makeError(Code::kInvalidUsage, "loomGroupEnd called without a matching loomGroupStart"));
-  if (--group.depth > 0) return loomSuccess;
+  groupOpen = --group.depth > 0;
+  if (group.depth > 0) return loomSuccess;
 
   GroupState work = std::move(group);
   group = GroupState{};

@@ -2,6 +2,7 @@
 
 #include <mutex>
 #include <unordered_set>
+#include <vector>
 
 namespace loom::api {
 namespace {
@@ -31,6 +32,32 @@ std::unordered_set<const void*>& abortedComms() {
 
 thread_local std::string threadLastError;
 
+// Shells of handles whose Communicator was freed: kept (reachable, so leak
+// checkers stay quiet) because fast-path callers may still read them.
+std::vector<loomComm_t>& graveyard() {
+  static auto* shells = new std::vector<loomComm_t>;
+  return *shells;
+}
+
+// Handles that recently passed the registry lookup, filled round-robin under
+// registryMu. Every entry points at a shell, which is never freed, so the
+// fast path may dereference it without the lock.
+constexpr int kRecentHandles = 8;
+std::atomic<loomComm_t> recentHandles[kRecentHandles];
+int nextRecent = 0;  // guarded by registryMu
+
+bool isRecentHandle(loomComm_t comm) {
+  for (const auto& h : recentHandles)
+    if (h.load(std::memory_order_relaxed) == comm) return true;
+  return false;
+}
+
+void rememberRecent(loomComm_t comm) {  // registryMu held
+  if (isRecentHandle(comm)) return;
+  recentHandles[nextRecent].store(comm, std::memory_order_relaxed);
+  nextRecent = (nextRecent + 1) % kRecentHandles;
+}
+
 }  // namespace
 
 CommRef::CommRef(loomComm_t comm, const char* call) {
@@ -38,11 +65,23 @@ CommRef::CommRef(loomComm_t comm, const char* call) {
     status_ = makeError(Code::kInvalidArgument, "%s: comm is NULL", call);
     return;
   }
+  if (isRecentHandle(comm)) {
+    // seq_cst pairs with retireComm's store of live = false: either we see
+    // it and back off, or our reference is counted before the owner's
+    // reference is dropped, so the Communicator cannot be freed under us.
+    comm->refs.fetch_add(1, std::memory_order_seq_cst);
+    if (comm->live.load(std::memory_order_seq_cst)) {
+      comm_ = comm;
+      return;
+    }
+    releaseComm(comm);  // retired meanwhile: the lookup below says how
+  }
   {
     std::lock_guard<std::mutex> lock(registryMu);
     if (liveComms().count(comm) != 0) {
       comm->refs.fetch_add(1, std::memory_order_relaxed);
       comm_ = comm;
+      rememberRecent(comm);
       return;
     }
     if (abortedComms().count(comm) != 0) {
@@ -76,12 +115,14 @@ void CommRef::reset() {
 void registerComm(loomComm_t comm) {
   std::lock_guard<std::mutex> lock(registryMu);
   liveComms().insert(comm);
-  abortedComms().erase(comm);  // the allocator reused a freed handle's address
+  abortedComms().erase(comm);  // defensive: shells are never freed, so addresses are not reused
+  comm->live.store(true, std::memory_order_seq_cst);
 }
 
 bool retireComm(loomComm_t comm, Retire why) {
   std::lock_guard<std::mutex> lock(registryMu);
   if (liveComms().erase(comm) == 0) return false;
+  comm->live.store(false, std::memory_order_seq_cst);
   if (why == Retire::kAbort) {
     if (abortedComms().size() >= kMaxRememberedAborts) abortedComms().clear();
     abortedComms().insert(comm);
@@ -101,7 +142,14 @@ bool forgetAborted(loomComm_t comm) {
 
 void releaseComm(loomComm_t comm) {
   // acq_rel: the thread that frees must see every other holder's writes.
-  if (comm->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete comm;
+  if (comm->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  // A fast-path caller that found the handle retired also drops its
+  // reference here, so zero can be reached twice: free only once.
+  if (comm->buried.exchange(true, std::memory_order_acq_rel)) return;
+  std::unique_ptr<loom::Communicator> impl = std::move(comm->impl);
+  impl.reset();
+  std::lock_guard<std::mutex> lock(registryMu);
+  graveyard().push_back(comm);
 }
 
 bool isLiveComm(loomComm_t comm) {

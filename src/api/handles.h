@@ -9,6 +9,12 @@
 // duration; whoever drops the last one frees the communicator. Taking a
 // reference is the registry lookup every call already did plus one atomic
 // increment; releasing it is one atomic decrement.
+//
+// The per-call fast path takes no lock: a handle's memory (the small shell
+// below, not its Communicator) is never returned to the allocator, so a
+// pointer that was once a live handle can always be read. A call on one of
+// the last few handles that passed the registry lookup only bumps `refs`
+// and checks `live`; anything else takes the registry's lock as before.
 #pragma once
 
 #include <atomic>
@@ -25,6 +31,10 @@ struct loomComm {
   std::atomic<int> refs{1};
   // Set by loomCommAbort, so a call it interrupted can say so.
   std::atomic<bool> aborted{false};
+  // True from registerComm to retireComm (both under the registry's lock).
+  std::atomic<bool> live{false};
+  // Set once by whoever frees the Communicator (refs reached zero).
+  std::atomic<bool> buried{false};
 };
 struct loomStream {
   loom::Stream impl;
@@ -71,7 +81,8 @@ bool retireComm(loomComm_t comm, Retire why);
 bool wasAborted(loomComm_t comm);
 // Forgets that `comm` was aborted (loomCommDestroy after loomCommAbort).
 bool forgetAborted(loomComm_t comm);
-// Drops one reference; the last one frees the handle and its Communicator.
+// Drops one reference; the last one frees the handle's Communicator (the
+// shell itself is kept, see above).
 void releaseComm(loomComm_t comm);
 bool isLiveComm(loomComm_t comm);
 

@@ -263,27 +263,9 @@ Status Communicator::execute(const algo::CollArgs& args, const CompletionPtr& af
                                                args.count, dataTypeName(args.dtype), rank_)));
     if (handled || !device.isOk()) return device;
   }
-  // One context per protocol the communicator has links for; the tuner picks
-  // the algorithm and the protocol together.
-  algo::AlgoContext ctxs[transport::kNumProtocols];
-  tuner::ProtoContexts available{};
-  for (int p = 0; p < transport::kNumProtocols; ++p) {
-    const auto proto = static_cast<transport::Protocol>(p);
-    LinkTable* links = proto == transport::Protocol::kLL ? llLinks_.get() : links_.get();
-    if (!links) continue;
-    algo::AlgoContext& ctx = ctxs[p];
-    ctx.rank = rank_;
-    ctx.nranks = nranks_;
-    ctx.links = links;
-    ctx.wait = wait;
-    ctx.chunkBytes = proto == transport::Protocol::kLL ? llChunkBytes_ : config_.chunkBytes;
-    ctx.proto = proto;
-    ctx.singleHost = singleHost_;
-    ctx.hosts = hostLayout_.get();
-    available[static_cast<size_t>(p)] = &ctx;
-  }
-  const tuner::Choice choice = tuner_->choose(args, available);
-  if (!choice.algorithm) {
+  const tuner::Choice choice = chooseAlgorithm(args, wait);
+  algo::AlgoContext ctx;
+  if (!choice.algorithm || !contextFor(choice.proto, wait, &ctx)) {
     Status status = makeError(Code::kInternalError, "no algorithm can run %s (count %zu, %s) on rank %d",
                               algo::collTypeName(args.type), args.count, dataTypeName(args.dtype), rank_);
     recordError(status);
@@ -301,8 +283,8 @@ Status Communicator::execute(const algo::CollArgs& args, const CompletionPtr& af
     recordError(check);
     return check;
   }
-  ctxs[static_cast<int>(choice.proto)].progress = diag_->progress();
-  Status status = algorithm.run(args, ctxs[static_cast<int>(choice.proto)]);
+  ctx.progress = diag_->progress();
+  Status status = algorithm.run(args, ctx);
   if (!status.isOk()) {
     status = status.withContext(strprintf("%s (%s/%s, count %zu, %s) on rank %d: ", algo::collTypeName(args.type),
                                           algorithm.name, transport::protocolName(choice.proto), args.count,
@@ -310,6 +292,37 @@ Status Communicator::execute(const algo::CollArgs& args, const CompletionPtr& af
     recordError(status);
   }
   return status;
+}
+
+bool Communicator::contextFor(transport::Protocol proto, const WaitContext& wait, algo::AlgoContext* ctx) const {
+  LinkTable* links = proto == transport::Protocol::kLL ? llLinks_.get() : links_.get();
+  if (!links) return false;
+  ctx->rank = rank_;
+  ctx->nranks = nranks_;
+  ctx->links = links;
+  ctx->wait = wait;
+  ctx->chunkBytes = proto == transport::Protocol::kLL ? llChunkBytes_ : config_.chunkBytes;
+  ctx->proto = proto;
+  ctx->singleHost = singleHost_;
+  ctx->hosts = hostLayout_.get();
+  return true;
+}
+
+tuner::Choice Communicator::chooseAlgorithm(const algo::CollArgs& args, const WaitContext& wait) {
+  ChoiceMemo& m = choiceMemo_;
+  const bool inPlace = args.sendbuf == args.recvbuf;
+  if (m.valid && m.type == args.type && m.count == args.count && m.dtype == args.dtype && m.op == args.op &&
+      m.root == args.root && m.inPlace == inPlace)
+    return m.choice;
+  // One context per protocol the communicator has links for; the tuner picks
+  // the algorithm and the protocol together.
+  algo::AlgoContext ctxs[transport::kNumProtocols];
+  tuner::ProtoContexts available{};
+  for (int p = 0; p < transport::kNumProtocols; ++p)
+    if (contextFor(static_cast<transport::Protocol>(p), wait, &ctxs[p])) available[static_cast<size_t>(p)] = &ctxs[p];
+  const tuner::Choice choice = tuner_->choose(args, available);
+  m = {choice.algorithm != nullptr, args.type, args.count, args.dtype, args.op, args.root, inPlace, choice};
+  return choice;
 }
 
 std::string Communicator::lastAlgorithm() const {
@@ -383,7 +396,7 @@ Status Communicator::enqueue(const algo::CollArgs& args, Stream* stream) {
   }
   Status status;
   const OpTicket ticket = diag_->enqueued(OpDescriptor::of(args));
-  auto run = [this, &args, &ticket] { return diag_->run(ticket, [&] { return execute(args, nullptr, ticket); }); };
+  auto run = [this, &args, &ticket] { return diag_->runNow(ticket, [&] { return execute(args, nullptr, ticket); }); };
   if (executor_->tryRunInline(run, &status)) return status;
   auto completion = std::make_shared<Completion>();
   executor_->submit(

@@ -124,6 +124,11 @@ class Communicator {
   Result<PeerTransports> choosePeerTransports() const;
   void adaptWaitsToHost();
   Status execute(const algo::CollArgs& args, const CompletionPtr& after, const OpTicket& ticket);
+  // The context an algorithm runs in over `proto`'s links; false if the
+  // communicator has no links for that protocol.
+  bool contextFor(transport::Protocol proto, const WaitContext& wait, algo::AlgoContext* ctx) const;
+  // The tuner's choice for `args` (memoized: a loop repeats the same call).
+  tuner::Choice chooseAlgorithm(const algo::CollArgs& args, const WaitContext& wait);
   WaitContext makeWait() const;
   void recordError(const Status& status);
   // Device memory (src/cuda): waits for the CUDA stream's earlier work
@@ -141,6 +146,19 @@ class Communicator {
   // Index into algo::allAlgorithms() x kNumProtocols + protocol of the last
   // collective run, -1 before the first (one word, so readers never see a torn pair).
   std::atomic<int> lastAlgorithm_{-1};
+  // The last call's shape and the tuner's choice for it. Only the thread
+  // running operations (one at a time) touches it; the tuner's inputs
+  // besides the call are fixed when the communicator is created.
+  struct ChoiceMemo {
+    bool valid = false;
+    algo::CollType type{};
+    size_t count = 0;
+    DataType dtype{};
+    RedOp op{};
+    int root = 0;
+    bool inPlace = false;
+    tuner::Choice choice;
+  } choiceMemo_;
   std::unique_ptr<bootstrap::Bootstrap> bootstrap_;
   std::vector<transport::PeerInfo> peers_;
   std::vector<std::unique_ptr<transport::Transport>> transports_;

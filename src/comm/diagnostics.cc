@@ -72,8 +72,7 @@ OpTicket Diagnostics::enqueued(const OpDescriptor& op, std::string_view peers) {
   return recorder_.enqueued(op, peers, nowIfRecording());
 }
 
-void Diagnostics::started(const OpTicket& ticket) {
-  const int64_t now = nowIfRecording();
+void Diagnostics::started(const OpTicket& ticket, int64_t now) {
   recorder_.started(ticket.id, now);
   if (!trace_) return;
   startNs_ = now;

@@ -48,7 +48,17 @@ class Diagnostics {
 
   template <class Body>
   Status run(const OpTicket& ticket, Body&& body) {
-    started(ticket);
+    started(ticket, nowIfRecording());
+    Status status = body();
+    finished(ticket, status);
+    return status;
+  }
+  // The same for an operation that runs right after enqueued(), on the same
+  // thread: it starts when it was enqueued (one clock read fewer per call;
+  // the trace's precise clock is still read).
+  template <class Body>
+  Status runNow(const OpTicket& ticket, Body&& body) {
+    started(ticket, trace_ ? now() : ticket.enqueueNs);
     Status status = body();
     finished(ticket, status);
     return status;
@@ -73,7 +83,7 @@ class Diagnostics {
   const FlightRecorder& recorder() const { return recorder_; }
 
  private:
-  void started(const OpTicket& ticket);
+  void started(const OpTicket& ticket, int64_t now);
   void finished(const OpTicket& ticket, const Status& status);
   Status checkAndMarkDataMovement(const OpTicket& ticket, algo::Links& links, const WaitContext& wait);
   // One clock read per operation edge, only when something records time.

@@ -11,7 +11,8 @@
 // peers, an error) take a mutex. The per-chunk progress counter is one
 // relaxed atomic store by the thread running the operation.
 //
-// Threading: enqueued() runs on the calling thread, started()/chose()/
+// Threading: enqueued() runs on the calling thread (one at a time per
+// communicator, as loom.h requires of enqueuers), started()/chose()/
 // finished() on whichever thread runs the operation (one at a time), and
 // snapshot() on any thread (a dump). A slot's state word carries the
 // operation number, so an update for an operation whose slot was already
@@ -101,6 +102,7 @@ class FlightRecorder {
   bool advance(Slot& slot, uint64_t id, OpState state);
 
   const size_t capacity_;
+  const size_t mask_;  // capacity_ - 1 when a power of two, else 0
   const std::string defaultPeers_;
   std::unique_ptr<Slot[]> slots_;  // slots_[id % capacity]
   std::atomic<uint64_t> nextId_{0};

@@ -10,10 +10,29 @@
 
 namespace loom {
 
+namespace {
+
+// CLOCK_MONOTONIC read at tick resolution (a few ns instead of ~25 here),
+// plus one tick, so that the result is never earlier than Clock::now().
+Clock::time_point coarseNowRoundedUp() {
+  static const long tickNs = [] {
+    timespec res{};
+    return clock_getres(CLOCK_MONOTONIC_COARSE, &res) == 0 ? res.tv_sec * 1000000000L + res.tv_nsec : -1L;
+  }();
+  timespec ts{};
+  if (tickNs < 0 || tickNs > 10000000L || clock_gettime(CLOCK_MONOTONIC_COARSE, &ts) != 0) return Clock::now();
+  const auto sinceEpoch = std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec + tickNs);
+  return Clock::time_point(std::chrono::duration_cast<Clock::duration>(sinceEpoch));
+}
+
+}  // namespace
+
 Deadline Deadline::after(double seconds) {
   if (!(seconds < 1e9)) return never();
   auto delta = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
-  // The precise clock: some deadlines are shorter than the coarse clock's tick.
+  // Every call takes a LOOM_TIMEOUT deadline (minutes), where a tick (<= 10 ms,
+  // rounded up: never early) is noise; shorter ones need the precise clock.
+  if (seconds >= 1.0) return {coarseNowRoundedUp() + delta};
   return {Clock::now() + delta};
 }
 

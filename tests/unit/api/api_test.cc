@@ -1,6 +1,7 @@
 // The C API's lifecycle and error channel, and the C++ wrapper over it.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -49,6 +50,59 @@ TEST(Api, CountRankAndDestroyedCommIsRejected) {
   EXPECT_NE(std::string(loomGetLastError(nullptr)).find("not a live communicator"), std::string::npos);
   float x = 0;
   EXPECT_EQ(loomAllReduce(&x, &x, 1, loomFloat, loomSum, gone, nullptr), loomInvalidArgument);
+}
+
+// Calls on a handle that recently passed the registry take a lock-free path
+// (src/api/handles.h); once destroyed, such a handle must be refused exactly
+// like one that never existed, however many handles came and went since.
+TEST(Api, RecentlyUsedHandlesAreRefusedOnceDestroyed) {
+  std::vector<loomComm_t> gone;
+  for (int round = 0; round < 12; ++round) {
+    auto comms = clique(1);
+    int n = 0;
+    float x = 1.0f;
+    EXPECT_EQ(loomCommCount(comms[0], &n), loomSuccess);
+    EXPECT_EQ(loomAllReduce(&x, &x, 1, loomFloat, loomSum, comms[0], nullptr), loomSuccess);
+    EXPECT_EQ(x, 1.0f);
+    gone.push_back(comms[0]);
+    destroyAll(comms);
+    // The freshest handle first (still in the recent list), then all older ones.
+    for (auto it = gone.rbegin(); it != gone.rend(); ++it) {
+      float y = 0;
+      EXPECT_EQ(loomAllReduce(&y, &y, 1, loomFloat, loomSum, *it, nullptr), loomInvalidArgument) << "round " << round;
+      EXPECT_NE(std::string(loomGetLastError(nullptr)).find("not a live communicator"), std::string::npos)
+          << loomGetLastError(nullptr);
+    }
+  }
+  // A live handle next to all those dead ones still works.
+  auto live = clique(1);
+  int n = 0;
+  EXPECT_EQ(loomCommCount(live[0], &n), loomSuccess);
+  EXPECT_EQ(n, 1);
+  destroyAll(live);
+}
+
+// One thread keeps calling on a handle while another destroys it: every call
+// either runs or is refused, nothing touches freed memory (run under ASan).
+TEST(Api, CallsRacingDestroyEitherRunOrAreRefused) {
+  for (int round = 0; round < 20; ++round) {
+    auto comms = clique(1);
+    loomComm_t comm = comms[0];
+    int ok = 0, refused = 0;
+    std::thread caller([&] {
+      for (int i = 0; i < 100000 && refused == 0; ++i) {
+        int n = 0;
+        const loomResult_t r = loomCommCount(comm, &n);
+        if (r == loomSuccess) ++ok;
+        else if (r == loomInvalidArgument || r == loomInvalidUsage) ++refused;
+        else ADD_FAILURE() << "unexpected " << loomGetErrorString(r) << ": " << loomGetLastError(nullptr);
+      }
+    });
+    std::this_thread::sleep_for(std::chrono::microseconds(50 * round));
+    EXPECT_EQ(loomCommDestroy(comm), loomSuccess) << loomGetLastError(nullptr);
+    caller.join();
+    EXPECT_GT(ok + refused, 0);
+  }
 }
 
 TEST(Api, OneThreadCreatesAndDrivesACliqueInsideGroups) {
