@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "kernels/reduce.h"
+#include "kernels/stream_copy.h"
 
 namespace loom::algo {
 namespace {
@@ -43,7 +44,10 @@ Status Steps::recv(int peer, void* dst, size_t count) {
   LOOM_TRY(conn.acquire(&data, &got, ctx_.wait));
   size_t bytes = count * elemSize();
   Status st = checkLength(got, bytes, peer);
-  if (st.isOk() && bytes) std::memcpy(dst, data, bytes);
+  if (st.isOk() && bytes) {
+    if (streamOutputs_) kernels::copyStreaming(dst, data, bytes);
+    else std::memcpy(dst, data, bytes);
+  }
   conn.release();
   advanced();
   return st;
@@ -105,11 +109,40 @@ Status Steps::recvCopySend(int from, int to, void* dst, size_t count) {
   LOOM_TRY(checkLength(got, bytes, from));
   std::byte* slot = nullptr;
   LOOM_TRY(out.acquire(&slot, ctx_.wait));
-  if (bytes) {
+  if (bytes && streamOutputs_) {
+    std::memcpy(slot, data, bytes);
+    kernels::copyStreaming(dst, data, bytes);
+  } else if (bytes) {
     std::memcpy(dst, data, bytes);
     std::memcpy(slot, dst, bytes);  // from dst: it is hot in cache now
   }
   out.commit(bytes);
+  in.release();
+  advanced();
+  return Status::ok();
+}
+
+Status Steps::recvCopySendTwo(int from, int to0, int to1, void* dst, size_t count) {
+  auto& in = ctx_.links->recvFrom(from);
+  auto& out0 = ctx_.links->sendTo(to0);
+  auto& out1 = ctx_.links->sendTo(to1);
+  const std::byte* data = nullptr;
+  size_t got = 0;
+  LOOM_TRY(in.acquire(&data, &got, ctx_.wait));
+  const size_t bytes = count * elemSize();
+  LOOM_TRY(checkLength(got, bytes, from));
+  std::byte* slot0 = nullptr;
+  std::byte* slot1 = nullptr;
+  LOOM_TRY(out0.acquire(&slot0, ctx_.wait));
+  LOOM_TRY(out1.acquire(&slot1, ctx_.wait));
+  if (bytes) {
+    std::memcpy(slot0, data, bytes);
+    std::memcpy(slot1, data, bytes);
+    if (streamOutputs_) kernels::copyStreaming(dst, data, bytes);
+    else std::memcpy(dst, data, bytes);
+  }
+  out0.commit(bytes);
+  out1.commit(bytes);
   in.release();
   advanced();
   return Status::ok();

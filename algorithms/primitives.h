@@ -38,6 +38,9 @@ class Steps {
   Status recvReduceFinalSend(int from, int to, const void* local, void* dst, size_t count);
   // dst <- slot(from); slot(to) <- slot(from)
   Status recvCopySend(int from, int to, void* dst, size_t count);
+  // dst <- slot(from); slot(to0) <- slot(from); slot(to1) <- slot(from):
+  // every copy reads the received slot, none reads dst back.
+  Status recvCopySendTwo(int from, int to0, int to1, void* dst, size_t count);
   // Two inputs at once (tree nodes with two children), reduced straight from
   // both receive slots so that neither needs a scratch buffer:
   // slot(to) <- slot(from1) (op) (slot(from0) (op) local)
@@ -46,6 +49,10 @@ class Steps {
   Status recv2ReduceFinal(int from0, int from1, const void* local, void* dst, size_t count);
 
   size_t elemSize() const { return dataTypeSize(red_.dtype); }
+  // recv() and recvCopySend[Two]() write `dst` with non-temporal stores
+  // (kernels/stream_copy.h): for outputs that this rank does not read again
+  // in the collective and that are too large to stay in its cache.
+  void streamOutputs(bool on) { streamOutputs_ = on; }
 
  private:
   // The next chunk from each of two peers, both checked to hold `count` elements.
@@ -56,6 +63,7 @@ class Steps {
   }
   const AlgoContext& ctx_;
   Reduction red_;
+  bool streamOutputs_ = false;
 };
 
 inline size_t divUp(size_t a, size_t b) { return (a + b - 1) / b; }

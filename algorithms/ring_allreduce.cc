@@ -18,6 +18,7 @@
 #include "algorithms/primitives.h"
 #include "algorithms/ring.h"
 #include "algorithms/ring_order.h"
+#include "kernels/stream_copy.h"
 
 namespace loom::algo {
 namespace {
@@ -45,6 +46,8 @@ Status ringAllReduce(const CollArgs& args, const AlgoContext& ctx) {
   const std::byte* in = ring.in;
   std::byte* out = ring.out;
   Steps steps(ctx, {args.dtype, args.op, n});
+  // The all-gather half's copies into recvbuf are never read back here.
+  steps.streamOutputs(args.count * es >= kernels::kStreamingOutputBytes);
   for (size_t base = 0; base < args.count; base += chunkElems * n) {
     const size_t blockElems = std::min(chunkElems, divUp(args.count - base, n));
     auto block = [&](int index) { return blockOf(base, blockElems, args.count, n, index); };

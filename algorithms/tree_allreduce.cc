@@ -56,6 +56,7 @@
 #include "algorithms/primitives.h"
 #include "algorithms/tree.h"
 #include "algorithms/tree_steps.h"
+#include "kernels/stream_copy.h"
 
 namespace loom::algo {
 namespace {
@@ -96,6 +97,8 @@ Status treeAllReduce(const CollArgs& args, const AlgoContext& ctx) {
       stepCount = std::max(stepCount, tree.range.pieces() + depthOfTrees + static_cast<size_t>(tree.node.depth));
 
   Steps steps(ctx, {args.dtype, args.op, ctx.nranks});
+  // Non-root nodes never read back what the broadcast-down wave stores.
+  steps.streamOutputs(args.count * es >= kernels::kStreamingOutputBytes);
   for (size_t s = 0; s < stepCount; ++s) {
     for (const auto& tree : trees) {
       const TreeNode& node = tree.node;

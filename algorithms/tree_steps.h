@@ -54,9 +54,8 @@ inline Status sendToChildren(Steps& steps, const TreeNode& node, const void* dat
 // sends into `result` and forwards it to its children.
 inline Status forwardDown(Steps& steps, const TreeNode& node, void* result, size_t count) {
   if (node.nchildren == 0) return steps.recv(node.parent, result, count);
-  LOOM_TRY(steps.recvCopySend(node.parent, node.children[0], result, count));
-  if (node.nchildren == 2) LOOM_TRY(steps.send(node.children[1], result, count));
-  return Status::ok();
+  if (node.nchildren == 1) return steps.recvCopySend(node.parent, node.children[0], result, count);
+  return steps.recvCopySendTwo(node.parent, node.children[0], node.children[1], result, count);
 }
 
 }  // namespace loom::algo

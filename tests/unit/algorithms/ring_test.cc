@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "algorithms/ring.h"
+#include "kernels/stream_copy.h"
 #include "loopback_links.h"
 #include "support/rank_threads.h"
 
@@ -167,6 +168,32 @@ INSTANTIATE_TEST_SUITE_P(Matrix, RingTest,
                                             ::testing::Values(size_t{0}, size_t{1}, size_t{7}, size_t{101}, size_t{1000}),
                                             ::testing::Values(size_t{64}, size_t{200}, size_t{4096}),
                                             ::testing::Values(2, 4)));
+
+// Outputs of kStreamingOutputBytes and more are stored non-temporally
+// (kernels/stream_copy.h): odd counts, so every copy has a ragged tail.
+TEST(RingLarge, StreamedOutputsMatchTheReference) {
+  const size_t count = kernels::kStreamingOutputBytes / sizeof(int64_t) + 13;
+  for (int n : {2, 3, 4}) {
+    for (bool inPlace : {false, true}) {
+      const Case c{n, count, 256 * 1024 + 8, 4};
+      std::vector<std::vector<int64_t>> send(n), recv(n, std::vector<int64_t>(count, -1));
+      for (int r = 0; r < n; ++r)
+        for (size_t i = 0; i < count; ++i) send[r].push_back(inputValue(r, i));
+      ASSERT_NO_FATAL_FAILURE(runAll(c, [&](const AlgoContext& ctx) {
+        int64_t* out = inPlace ? send[ctx.rank].data() : recv[ctx.rank].data();
+        CollArgs a{CollType::kAllReduce, send[ctx.rank].data(), out, count, DataType::kInt64, RedOp::kSum, 0};
+        return ringAllReduce(a, ctx);
+      }));
+      const auto& result = inPlace ? send : recv;
+      for (int r = 0; r < n; ++r)
+        for (size_t i = 0; i < count; ++i) {
+          int64_t want = 0;
+          for (int q = 0; q < n; ++q) want += inputValue(q, i);
+          ASSERT_EQ(result[r][i], want) << n << " ranks, rank " << r << " index " << i << (inPlace ? " in place" : "");
+        }
+    }
+  }
+}
 
 TEST(RingErrors, MismatchedCountsAreReportedNotCorrupted) {
   // Rank 0 thinks count is 10, rank 1 thinks 12: the receiver sees a chunk

@@ -21,6 +21,7 @@
 #include "algorithms/ring.h"
 #include "algorithms/tree.h"
 #include "algorithms/tree_topology.h"
+#include "kernels/stream_copy.h"
 #include "loopback_links.h"
 #include "support/rank_threads.h"
 
@@ -332,6 +333,29 @@ TEST_P(TreeTest, ReduceEveryRootFloatAvg) { reduceEveryRoot<float>(shape(), RedO
 INSTANTIATE_TEST_SUITE_P(Matrix, TreeTest,
                          ::testing::Combine(::testing::Values(1, 2, 3, 4, 5, 6, 7, 8, 9, 16),
                                             ::testing::Values(size_t{64}, size_t{4096})));
+
+// Outputs of kStreamingOutputBytes and more are stored non-temporally
+// (kernels/stream_copy.h), and interior nodes copy the received piece to both
+// children and to recvbuf: every rank must still hold the root's bits.
+TEST(TreeLarge, StreamedOutputsMatchTheReference) {
+  const size_t count = kernels::kStreamingOutputBytes / sizeof(int64_t) + 13;
+  for (int n : {2, 3, 5, 7}) {
+    const FabricShape s{n, 256 * 1024 + 8, 4};
+    std::vector<std::vector<int64_t>> send = inputs<int64_t>(n, count);
+    std::vector<std::vector<int64_t>> recv(static_cast<size_t>(n), std::vector<int64_t>(count, -1));
+    ASSERT_NO_FATAL_FAILURE(runAll(s, [&](const AlgoContext& ctx) {
+      CollArgs a{CollType::kAllReduce, send[ctx.rank].data(), recv[ctx.rank].data(), count, DataType::kInt64,
+                 RedOp::kSum, 0};
+      return treeAllReduce(a, ctx);
+    }));
+    for (int r = 0; r < n; ++r) {
+      ASSERT_EQ(std::memcmp(recv[r].data(), recv[0].data(), count * sizeof(int64_t)), 0) << n << " ranks, rank " << r;
+      for (size_t i = 0; i < count; i += 997)
+        ASSERT_EQ(recv[r][i], reference<int64_t>(RedOp::kSum, n, i)) << n << " ranks, rank " << r << " index " << i;
+    }
+    ASSERT_EQ(recv[n - 1][count - 1], reference<int64_t>(RedOp::kSum, n, count - 1));
+  }
+}
 
 TEST(TreeSlots, DeepFifosLetRanksRunAheadWithoutReordering) {
   // With 8 slots senders run several steps ahead of their receivers; the
