@@ -12,7 +12,7 @@
 // reliably than separate runs on a busy machine. Resulting choices (float, 256 KiB chunks):
 //   all-reduce 2 ranks: rd/LL <= 128 B, oneshot/Simple <= 32 KiB, then tree/Simple
 //   all-reduce 4 ranks: oneshot/LL <= 256 B, oneshot/Simple <= 8 KiB,
-//                       rd/Simple <= 64 KiB, ring/Simple <= 512 KiB, then tree/Simple
+//                       rd/Simple <= 64 KiB, ring/Simple <= 2 MiB, then tree/Simple
 //   broadcast, reduce 2 ranks: chain/LL <= 512 B, then chain/Simple
 //   broadcast, reduce 4 ranks: tree/LL <= 1 KiB, tree/Simple <= 8 KiB, then chain/Simple
 // A LOOM_TUNING_FILE written by perf/tune.sh on a quiet machine overrides them.
@@ -64,8 +64,11 @@ allreduce  oneshot  ll      2  0.77  1.34
 # interior in one tree only) in a third of the steps, and with more ranks than
 # cores the total work, not one rank's link, bounds the time. Each of its
 # steps, however, waits for all four ranks in lockstep (~120 us), so below
-# ~1 MiB the ring wins (512 KiB: 1.7 vs 2.5 ms).
-allreduce  tree     simple  4  120   1.65  8
+# a few MiB the ring wins (512 KiB: 1.7 vs 2.5 ms; on a quiet machine, with
+# outputs from 8 MiB written non-temporally: 2 MiB 1.04-1.09 vs 1.30-1.34 ms
+# in two interleaved runs, 8-32 MiB either one ahead by up to 20%, 128 MiB
+# tree 89 vs 103 ms), hence the crossover between 2 and 4 MiB.
+allreduce  tree     simple  4  120   1.25  8
 
 # Halving-doubling changes partner every step; at 4 ranks its large-buffer
 # times were 2-10x the ring's (1 MiB: 13.8 ms vs 1.6 ms).

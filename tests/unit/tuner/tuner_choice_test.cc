@@ -61,7 +61,8 @@ TEST(TunerChoice, AllReduceFollowsTheMeasuredCrossovers) {
   for (const auto& [bytes, want] : two)
     EXPECT_EQ(nameOf(choose(builtinOptions(), 2, CollType::kAllReduce, bytes)), want) << bytes;
   const std::pair<size_t, const char*> four[] = {{2048, "oneshot/Simple"}, {32 << 10, "rd/Simple"},
-                                                 {256 << 10, "ring/Simple"}, {4 << 20, "tree/Simple"}};
+                                                 {256 << 10, "ring/Simple"}, {2 << 20, "ring/Simple"},
+                                                 {4 << 20, "tree/Simple"}};
   for (const auto& [bytes, want] : four)
     EXPECT_EQ(nameOf(choose(builtinOptions(), 4, CollType::kAllReduce, bytes)), want) << bytes;
 }
