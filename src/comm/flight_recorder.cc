@@ -1,9 +1,6 @@
 #include "comm/flight_recorder.h"
 
 #include <algorithm>
-#include <time.h>
-
-#include <chrono>
 
 #include "common/format.h"
 
@@ -26,17 +23,6 @@ const char* opPhaseName(OpPhase phase) {
     case OpPhase::kDataMovement: return "data movement";
   }
   return "?";
-}
-
-int64_t coarseMonotonicNanos() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
-
-int64_t monotonicNanos() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
 }
 
 // One operation's entry. Every field is an atomic written with relaxed stores

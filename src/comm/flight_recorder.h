@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "comm/op_descriptor.h"
+#include "common/clock.h"
 #include "common/status.h"
 
 namespace loom {
@@ -40,13 +41,6 @@ const char* opStateName(OpState state);
 enum class OpPhase : uint8_t { kSetup, kDesyncCheck, kDataMovement };
 const char* opPhaseName(OpPhase phase);
 
-// Nanoseconds of the steady (CLOCK_MONOTONIC) clock, comparable across the
-// processes of one host.
-int64_t monotonicNanos();
-// The same clock read at tick resolution (CLOCK_MONOTONIC_COARSE: 1-4 ms
-// behind, ~8 ns instead of ~26 here): enough for the flight recorder's
-// always-on timestamps, which say how long an operation has been stuck.
-int64_t coarseMonotonicNanos();
 
 struct FlightEntry {
   uint64_t id = 0;   // operation number on this communicator (every kind)

@@ -1,5 +1,7 @@
 #include "common/wait.h"
 
+#include "common/clock.h"
+
 #include <linux/futex.h>
 #include <sched.h>
 #include <sys/syscall.h>
@@ -12,16 +14,13 @@ namespace loom {
 
 namespace {
 
-// CLOCK_MONOTONIC read at tick resolution (a few ns instead of ~25 here),
-// plus one tick, so that the result is never earlier than Clock::now().
+// The coarse clock plus one tick: never earlier than Clock::now(), a few ns
+// instead of ~25 here. Falls back to the precise clock if the tick is unknown
+// or too coarse to be worth it.
 Clock::time_point coarseNowRoundedUp() {
-  static const long tickNs = [] {
-    timespec res{};
-    return clock_getres(CLOCK_MONOTONIC_COARSE, &res) == 0 ? res.tv_sec * 1000000000L + res.tv_nsec : -1L;
-  }();
-  timespec ts{};
-  if (tickNs < 0 || tickNs > 10000000L || clock_gettime(CLOCK_MONOTONIC_COARSE, &ts) != 0) return Clock::now();
-  const auto sinceEpoch = std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec + tickNs);
+  const int64_t tick = coarseTickNanos();
+  if (tick < 0 || tick > 10'000'000) return Clock::now();
+  const auto sinceEpoch = std::chrono::nanoseconds(coarseMonotonicNanos() + tick);
   return Clock::time_point(std::chrono::duration_cast<Clock::duration>(sinceEpoch));
 }
 

@@ -16,6 +16,7 @@
 #include <new>
 #include <sstream>
 
+#include "common/clock.h"
 #include "common/format.h"
 #include "transports/shm/shm_layout.h"
 
@@ -26,12 +27,6 @@ constexpr uint64_t kBoardMagic = 0x48544c48544f4f4cull;  // "LOOTHLTH"
 constexpr uint32_t kBoardVersion = 1;
 
 enum SlotState : uint32_t { kUnused = 0, kAlive = 1, kDeparted = 2 };
-
-int64_t monotonicNanos() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);  // one clock for every process of the host
-  return static_cast<int64_t>(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
-}
 
 // What /proc/<pid>/stat says about a process: its state letter and, for a
 // zombie (exited, not yet reaped), its wait status. '\0' if it is gone.
