@@ -11,6 +11,9 @@ bash scripts/build.sh || exit 1
 BUILD_DIR=${LOOM_BUILD_DIR:-build}
 
 failed=()
+# Failure lists newer than this marker come from this run.
+run_marker=$(mktemp)
+trap 'rm -f "$run_marker"' EXIT
 run_job() {
   local name=$1
   shift
@@ -29,6 +32,13 @@ run_job ctest bash -c "cd '$BUILD_DIR' && ctest --output-on-failure -j '${LOOM_T
 [[ ${LOOM_SKIP_SANITIZERS:-0} == 1 ]] || LOOM_SKIP_SETUP=1 run_job sanitizers bash scripts/run_sanitizers.sh all
 
 if ((${#failed[@]})); then
+  # Repeat which ctest tests failed, with their output's tail, at the end:
+  # that is the part of a CI log that gets read.
+  for dir in "$BUILD_DIR" "${LOOM_ASAN_BUILD_DIR:-build-asan}"/tests{,/sanitizers} \
+    "${LOOM_TSAN_BUILD_DIR:-build-tsan}"/tests{,/sanitizers}; do
+    list="$dir/Testing/Temporary/LastTestsFailed.log"
+    [[ -f $list && $list -nt $run_marker ]] && bash scripts/ctest_failure_summary.sh "$dir" 30
+  done
   echo "FAILED: ${failed[*]}"
   exit 1
 fi
