@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The ctest job of run_tests.sh: every ctest test of BUILD_DIR, then, if some
+# failed, those tests once more, one at a time. A test that fails and then
+# passes alone is reported as flaky (name and its first failure's output in
+# BUILD_DIR/Testing/Temporary/Flaky.log, which run_tests.sh repeats at the
+# end of the log) rather than failing the job; a test that fails twice fails
+# it. The first failure is never hidden: its output is printed here too.
+#   usage: run_ctest.sh BUILD_DIR [JOBS]
+set -uo pipefail
+build_dir=$1
+jobs=${2:-2}
+here=$(cd "$(dirname "$0")" && pwd)
+tmp="$build_dir/Testing/Temporary"
+rm -f "$tmp/Flaky.log"
+(cd "$build_dir" && ctest --output-on-failure -j "$jobs" --timeout 900) && exit 0
+[[ -s $tmp/LastTestsFailed.log ]] || exit 1  # ctest itself failed, not a test
+first_summary=$(bash "$here/ctest_failure_summary.sh" "$build_dir" 30)
+cp "$tmp/LastTestsFailed.log" "$tmp/FirstRunFailed.log"
+echo "== $(wc -l <"$tmp/FirstRunFailed.log") test(s) failed; running them again, one at a time"
+if (cd "$build_dir" && ctest --rerun-failed --output-on-failure -j 1 --timeout 900); then
+  { echo "== FLAKY: these tests failed once and passed when run again alone:"; printf '%s\n' "$first_summary"; } \
+    >"$tmp/Flaky.log"
+  cat "$tmp/Flaky.log"
+  exit 0
+fi
+exit 1
