@@ -5,12 +5,14 @@
 // Reduce: ranks ordered root+1, ..., root+n-1, root; the first sends its
 // pieces, each next one adds its own and forwards, the root finalizes into
 // recvbuf. Pieces are at most chunkBytes, so the chain is a pipeline: latency
-// (n-2) steps plus one step per piece.
+// (n-2) steps plus one step per piece. A broadcast of kStreamingOutputBytes
+// or more writes recvbuf non-temporally (nobody reads it back).
 #include <algorithm>
 #include <cstring>
 
 #include "algorithms/primitives.h"
 #include "algorithms/ring.h"
+#include "kernels/stream_copy.h"
 
 namespace loom::algo {
 
@@ -21,14 +23,24 @@ Status chainBroadcast(const CollArgs& args, const AlgoContext& ctx) {
   const std::byte* in = ring.in;
   std::byte* out = ring.out;
   const int position = (r - args.root + n) % n;
-  if (position == 0 && in != out && args.count) std::memmove(out, in, args.count * es);
-  if (n == 1) return Status::ok();
+  if (n == 1) {
+    if (in != out && args.count) std::memmove(out, in, args.count * es);
+    return Status::ok();
+  }
   Steps steps(ctx, {args.dtype, args.op, n});
+  const bool streaming = args.count * es >= kernels::kStreamingOutputBytes;
+  steps.streamOutputs(streaming);
   for (size_t base = 0; base < args.count; base += chunkElems) {
     const size_t len = std::min(chunkElems, args.count - base);
     std::byte* piece = out + base * es;
     if (position == 0) {
-      LOOM_TRY(steps.send(next, piece, len));
+      // The root sends from sendbuf and copies each piece after sending it,
+      // so the next rank starts before the copy.
+      LOOM_TRY(steps.send(next, in + base * es, len));
+      if (in != out && len) {
+        if (streaming) kernels::copyStreaming(piece, in + base * es, len * es);
+        else std::memmove(piece, in + base * es, len * es);
+      }
     } else if (position == n - 1) {
       LOOM_TRY(steps.recv(prev, piece, len));
     } else {

@@ -3,12 +3,15 @@
 // place) and sends it; for m = 1..n-2 receives block r-m into recvbuf and
 // forwards it; finally receives block r+1. r is the ring position
 // (RingOrder); the block at position p is that of rank rankAt(p).
+// A recvbuf of kStreamingOutputBytes or more is written non-temporally: the
+// rank never reads its blocks back (its own piece is sent from sendbuf).
 #include <algorithm>
 #include <cstring>
 
 #include "algorithms/primitives.h"
 #include "algorithms/ring.h"
 #include "algorithms/ring_order.h"
+#include "kernels/stream_copy.h"
 
 namespace loom::algo {
 
@@ -29,10 +32,19 @@ Status ringAllGather(const CollArgs& args, const AlgoContext& ctx) {
     return Status::ok();
   }
   Steps steps(ctx, {args.dtype, args.op, n});
+  const bool streaming = static_cast<size_t>(n) * args.count * es >= kernels::kStreamingOutputBytes;
+  steps.streamOutputs(streaming);
   for (size_t base = 0; base < args.count; base += chunkElems) {
     const size_t len = std::min(chunkElems, args.count - base);
-    if (!inPlace) std::memcpy(block(r, base), in + base * es, len * es);
-    LOOM_TRY(steps.send(next, block(r, base), len));
+    if (inPlace) {
+      LOOM_TRY(steps.send(next, block(r, base), len));
+    } else if (streaming) {
+      LOOM_TRY(steps.send(next, in + base * es, len));
+      kernels::copyStreaming(block(r, base), in + base * es, len * es);
+    } else {
+      std::memcpy(block(r, base), in + base * es, len * es);
+      LOOM_TRY(steps.send(next, block(r, base), len));  // from the copy: hot in cache
+    }
     for (int m = 1; m <= n - 2; ++m) LOOM_TRY(steps.recvCopySend(prev, next, block(r - m, base), len));
     LOOM_TRY(steps.recv(prev, block(r + 1, base), len));
   }

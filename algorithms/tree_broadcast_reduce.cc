@@ -22,6 +22,7 @@
 #include "algorithms/primitives.h"
 #include "algorithms/tree.h"
 #include "algorithms/tree_steps.h"
+#include "kernels/stream_copy.h"
 
 namespace loom::algo {
 namespace {
@@ -54,13 +55,17 @@ Status treeBroadcast(const CollArgs& args, const AlgoContext& ctx) {
   const TreeNode node = rootedNode(args, ctx);
   const TreeRange range{0, args.count, chunkElems};
   Steps steps(ctx, {args.dtype, args.op, ctx.nranks});
+  // Nobody reads recvbuf back: a large one is written non-temporally.
+  const bool streaming = args.count * es >= kernels::kStreamingOutputBytes;
+  steps.streamOutputs(streaming);
   for (size_t i = 0; i < range.pieces(); ++i) {
     const Piece p = range.piece(i);
     if (isRoot) {
       LOOM_TRY(sendToChildren(steps, node, in + p.offset * es, p.count));
       // After the sends: the children's copies leave first, and an in-place
       // call has nothing to copy.
-      if (in != out) std::memcpy(out + p.offset * es, in + p.offset * es, p.count * es);
+      if (in != out && streaming) kernels::copyStreaming(out + p.offset * es, in + p.offset * es, p.count * es);
+      else if (in != out) std::memcpy(out + p.offset * es, in + p.offset * es, p.count * es);
     } else {
       LOOM_TRY(forwardDown(steps, node, out + p.offset * es, p.count));
     }

@@ -195,6 +195,56 @@ TEST(RingLarge, StreamedOutputsMatchTheReference) {
   }
 }
 
+// All-gather and chain broadcast also write recvbufs of kStreamingOutputBytes
+// and more non-temporally; the root or owner sends from sendbuf meanwhile.
+TEST(RingLarge, AllGatherStreamedOutputsMatchTheReference) {
+  for (int n : {2, 3, 4}) {
+    // Odd per-rank counts, so blocks start at every alignment modulo 16.
+    const size_t count = kernels::kStreamingOutputBytes / sizeof(int64_t) / static_cast<size_t>(n) + 13;
+    for (bool inPlace : {false, true}) {
+      const Case c{n, count, 256 * 1024 + 8, 4};
+      std::vector<std::vector<int64_t>> in(n), out(n, std::vector<int64_t>(count * n, -1));
+      for (int r = 0; r < n; ++r) {
+        for (size_t i = 0; i < count; ++i) in[r].push_back(inputValue(r, i));
+        if (inPlace) std::copy(in[r].begin(), in[r].end(), out[r].begin() + static_cast<ptrdiff_t>(r * count));
+      }
+      ASSERT_NO_FATAL_FAILURE(runAll(c, [&](const AlgoContext& ctx) {
+        const int64_t* send = inPlace ? out[ctx.rank].data() + ctx.rank * count : in[ctx.rank].data();
+        CollArgs a{CollType::kAllGather, send, out[ctx.rank].data(), count, DataType::kInt64, RedOp::kSum, 0};
+        return ringAllGather(a, ctx);
+      }));
+      for (int r = 0; r < n; ++r)
+        for (int q = 0; q < n; ++q)
+          for (size_t i = 0; i < count; ++i)
+            ASSERT_EQ(out[r][q * count + i], inputValue(q, i))
+                << n << " ranks, rank " << r << " block " << q << " index " << i << (inPlace ? " in place" : "");
+    }
+  }
+}
+
+TEST(RingLarge, ChainBroadcastStreamedOutputsMatchTheRoot) {
+  const size_t count = kernels::kStreamingOutputBytes / sizeof(int64_t) + 13;
+  for (int n : {2, 3, 4}) {
+    const int root = n - 1;
+    for (bool inPlace : {false, true}) {
+      const Case c{n, count, 256 * 1024 + 8, 4};
+      std::vector<std::vector<int64_t>> in(n), out(n, std::vector<int64_t>(count, -1));
+      for (int r = 0; r < n; ++r)
+        for (size_t i = 0; i < count; ++i) in[r].push_back(inputValue(r, i));
+      ASSERT_NO_FATAL_FAILURE(runAll(c, [&](const AlgoContext& ctx) {
+        int64_t* recv = inPlace && ctx.rank == root ? in[ctx.rank].data() : out[ctx.rank].data();
+        CollArgs a{CollType::kBroadcast, in[ctx.rank].data(), recv, count, DataType::kInt64, RedOp::kSum, root};
+        return chainBroadcast(a, ctx);
+      }));
+      for (int r = 0; r < n; ++r) {
+        const auto& got = inPlace && r == root ? in[r] : out[r];
+        for (size_t i = 0; i < count; ++i)
+          ASSERT_EQ(got[i], inputValue(root, i)) << n << " ranks, rank " << r << " index " << i << (inPlace ? " in place" : "");
+      }
+    }
+  }
+}
+
 TEST(RingErrors, MismatchedCountsAreReportedNotCorrupted) {
   // Rank 0 thinks count is 10, rank 1 thinks 12: the receiver sees a chunk
   // of the wrong length and fails with kRemoteError instead of reading garbage.

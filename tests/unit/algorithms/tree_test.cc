@@ -357,6 +357,24 @@ TEST(TreeLarge, StreamedOutputsMatchTheReference) {
   }
 }
 
+// Tree broadcast writes recvbufs of kStreamingOutputBytes and more
+// non-temporally, interior nodes while forwarding to one or two children.
+TEST(TreeLarge, BroadcastStreamedOutputsMatchTheRoot) {
+  const size_t count = kernels::kStreamingOutputBytes + 13;  // bytes: pieces end at every alignment
+  for (int n : {2, 3, 5, 7}) {
+    const int root = n / 2;
+    const FabricShape s{n, 256 * 1024 + 8, 4};
+    auto send = inputs<uint8_t>(n, count);
+    std::vector<std::vector<uint8_t>> recv(static_cast<size_t>(n), std::vector<uint8_t>(count, 0));
+    ASSERT_NO_FATAL_FAILURE(runAll(s, [&](const AlgoContext& ctx) {
+      CollArgs a{CollType::kBroadcast, send[ctx.rank].data(), recv[ctx.rank].data(), count, DataType::kUint8,
+                 RedOp::kSum, root};
+      return treeBroadcast(a, ctx);
+    }));
+    for (int r = 0; r < n; ++r) ASSERT_TRUE(recv[r] == send[root]) << n << " ranks, rank " << r;
+  }
+}
+
 TEST(TreeSlots, DeepFifosLetRanksRunAheadWithoutReordering) {
   // With 8 slots senders run several steps ahead of their receivers; the
   // pieces of both trees and both directions must still pair up in order.
