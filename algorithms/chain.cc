@@ -5,8 +5,9 @@
 // Reduce: ranks ordered root+1, ..., root+n-1, root; the first sends its
 // pieces, each next one adds its own and forwards, the root finalizes into
 // recvbuf. Pieces are at most chunkBytes, so the chain is a pipeline: latency
-// (n-2) steps plus one step per piece. A broadcast of kStreamingOutputBytes
-// or more writes recvbuf non-temporally (nobody reads it back).
+// (n-2) steps plus one step per piece. A broadcast or reduce of
+// kStreamingOutputBytes or more writes recvbuf non-temporally (nobody reads
+// it back).
 #include <algorithm>
 #include <cstring>
 
@@ -59,6 +60,7 @@ Status chainReduce(const CollArgs& args, const AlgoContext& ctx) {
   std::byte* out = ring.out;
   const int position = (r - args.root - 1 + 2 * n) % n;  // 0 first .. n-1 root
   Steps steps(ctx, {args.dtype, args.op, n});
+  steps.streamReducedOutputs(args.count * es >= kernels::kStreamingOutputBytes);
   for (size_t base = 0; base < args.count; base += chunkElems) {
     const size_t len = std::min(chunkElems, args.count - base);
     const std::byte* mine = in + base * es;

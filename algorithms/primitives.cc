@@ -1,5 +1,6 @@
 #include "algorithms/primitives.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "kernels/reduce.h"
@@ -87,8 +88,15 @@ Status Steps::recvReduceFinal(int from, const void* local, void* dst, size_t cou
   const std::byte* data = nullptr;
   size_t got = 0;
   LOOM_TRY(in.acquire(&data, &got, ctx_.wait));
-  LOOM_TRY(checkLength(got, count * elemSize(), from));
-  kernels::reduceFinal(red_.dtype, red_.op, red_.nranks, dst, data, local, count);
+  const size_t bytes = count * elemSize();
+  LOOM_TRY(checkLength(got, bytes, from));
+  if (streamReduced_ && bytes) {
+    std::byte* result = scratch(bytes);
+    kernels::reduceFinal(red_.dtype, red_.op, red_.nranks, result, data, local, count);
+    kernels::copyStreaming(dst, result, bytes);
+  } else {
+    kernels::reduceFinal(red_.dtype, red_.op, red_.nranks, dst, data, local, count);
+  }
   in.release();
   advanced();
   return Status::ok();
@@ -176,12 +184,25 @@ Status Steps::recv2ReduceFinal(int from0, int from1, const void* local, void* ds
   const std::byte* data0 = nullptr;
   const std::byte* data1 = nullptr;
   LOOM_TRY(acquireTwo(from0, from1, count, &data0, &data1));
-  kernels::reduce(red_.dtype, red_.op, dst, data0, local, count);
-  kernels::reduceFinal(red_.dtype, red_.op, red_.nranks, dst, data1, dst, count);
+  const size_t bytes = count * elemSize();
+  if (streamReduced_ && bytes) {
+    std::byte* result = scratch(bytes);
+    kernels::reduce(red_.dtype, red_.op, result, data0, local, count);
+    kernels::reduceFinal(red_.dtype, red_.op, red_.nranks, result, data1, result, count);
+    kernels::copyStreaming(dst, result, bytes);
+  } else {
+    kernels::reduce(red_.dtype, red_.op, dst, data0, local, count);
+    kernels::reduceFinal(red_.dtype, red_.op, red_.nranks, dst, data1, dst, count);
+  }
   ctx_.links->recvFrom(from0).release();
   ctx_.links->recvFrom(from1).release();
   advanced();
   return Status::ok();
+}
+
+std::byte* Steps::scratch(size_t bytes) {
+  if (scratch_.size() < bytes) scratch_.resize(std::max(bytes, ctx_.chunkBytes));
+  return scratch_.data();
 }
 
 Status chunkElemsFor(const CollArgs& args, const AlgoContext& ctx, const char* algorithm, size_t* elems) {

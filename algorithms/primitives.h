@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <vector>
 
 #include "algorithms/algorithm.h"
 
@@ -53,6 +54,12 @@ class Steps {
   // (kernels/stream_copy.h): for outputs that this rank does not read again
   // in the collective and that are too large to stay in its cache.
   void streamOutputs(bool on) { streamOutputs_ = on; }
+  // recvReduceFinal() and recv2ReduceFinal() reduce into a chunk-sized
+  // scratch buffer, which stays in cache, and write `dst` from it with
+  // non-temporal stores: for large final results that nothing in the
+  // collective reads back (reduce-scatter, reduce; not a tree all-reduce's
+  // root, which forwards its result).
+  void streamReducedOutputs(bool on) { streamReduced_ = on; }
 
  private:
   // The next chunk from each of two peers, both checked to hold `count` elements.
@@ -63,7 +70,11 @@ class Steps {
   }
   const AlgoContext& ctx_;
   Reduction red_;
+  // A buffer for one chunk of reduced results (streamReducedOutputs).
+  std::byte* scratch(size_t bytes);
   bool streamOutputs_ = false;
+  bool streamReduced_ = false;
+  std::vector<std::byte> scratch_;
 };
 
 inline size_t divUp(size_t a, size_t b) { return (a + b - 1) / b; }

@@ -5,12 +5,15 @@
 // k = 1..n-2 receives block r-k-1, adds its own and sends it on, and finally
 // receives block r, adds its own and finalizes into recvbuf. r is the ring
 // position (RingOrder); the block at position p is that of rank rankAt(p),
-// so every rank still ends with the block of its own rank.
+// so every rank still ends with the block of its own rank. A recvbuf of
+// kStreamingOutputBytes or more is written non-temporally (Steps::
+// streamReducedOutputs): nothing reads it back.
 #include <algorithm>
 
 #include "algorithms/primitives.h"
 #include "algorithms/ring.h"
 #include "algorithms/ring_order.h"
+#include "kernels/stream_copy.h"
 
 namespace loom::algo {
 
@@ -23,6 +26,7 @@ Status ringReduceScatter(const CollArgs& args, const AlgoContext& ctx) {
   const std::byte* in = ring.in;
   std::byte* out = ring.out;
   Steps steps(ctx, {args.dtype, args.op, n});
+  steps.streamReducedOutputs(args.count * es >= kernels::kStreamingOutputBytes);
   auto blockPiece = [&](int position, size_t base) {
     const int j = order.rankAt(position);
     return in + (static_cast<size_t>(j) * args.count + base) * es;

@@ -85,6 +85,8 @@ Status treeReduce(const CollArgs& args, const AlgoContext& ctx) {
   const TreeNode node = rootedNode(args, ctx);
   const TreeRange range{0, args.count, chunkElems};
   Steps steps(ctx, {args.dtype, args.op, ctx.nranks});
+  // The root's result is not read back: a large one is written non-temporally.
+  steps.streamReducedOutputs(args.count * es >= kernels::kStreamingOutputBytes);
   for (size_t i = 0; i < range.pieces(); ++i) {
     const Piece p = range.piece(i);
     const std::byte* mine = in + p.offset * es;

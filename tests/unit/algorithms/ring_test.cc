@@ -245,6 +245,56 @@ TEST(RingLarge, ChainBroadcastStreamedOutputsMatchTheRoot) {
   }
 }
 
+// Reduce-scatter and chain reduce reduce each final piece into a scratch
+// chunk and stream it to recvbufs of kStreamingOutputBytes and more; avg
+// checks that the division happens on the way.
+TEST(RingLarge, ReduceScatterStreamedOutputsMatchTheReference) {
+  const size_t count = kernels::kStreamingOutputBytes / sizeof(int64_t) + 13;
+  for (int n : {2, 3}) {
+    for (bool inPlace : {false, true}) {
+      const Case c{n, count, 256 * 1024 + 8, 4};
+      std::vector<std::vector<int64_t>> in(n), out(n, std::vector<int64_t>(count, -1));
+      for (int r = 0; r < n; ++r)
+        for (size_t i = 0; i < count * n; ++i) in[r].push_back(inputValue(r, i));
+      const std::vector<std::vector<int64_t>> original = in;
+      ASSERT_NO_FATAL_FAILURE(runAll(c, [&](const AlgoContext& ctx) {
+        int64_t* recv = inPlace ? in[ctx.rank].data() + ctx.rank * count : out[ctx.rank].data();
+        CollArgs a{CollType::kReduceScatter, in[ctx.rank].data(), recv, count, DataType::kInt64, RedOp::kAvg, 0};
+        return ringReduceScatter(a, ctx);
+      }));
+      for (int r = 0; r < n; ++r) {
+        const int64_t* got = inPlace ? in[r].data() + r * count : out[r].data();
+        for (size_t i = 0; i < count; ++i) {
+          int64_t sum = 0;
+          for (int q = 0; q < n; ++q) sum += original[q][r * count + i];
+          ASSERT_EQ(got[i], sum / n) << n << " ranks, rank " << r << " index " << i << (inPlace ? " in place" : "");
+        }
+      }
+    }
+  }
+}
+
+TEST(RingLarge, ChainReduceStreamedOutputsMatchTheReference) {
+  const size_t count = kernels::kStreamingOutputBytes / sizeof(int64_t) + 13;
+  for (int n : {2, 3, 4}) {
+    const int root = 1;
+    const Case c{n, count, 256 * 1024 + 8, 4};
+    std::vector<std::vector<int64_t>> in(n), out(n, std::vector<int64_t>(count, -1));
+    for (int r = 0; r < n; ++r)
+      for (size_t i = 0; i < count; ++i) in[r].push_back(inputValue(r, i));
+    ASSERT_NO_FATAL_FAILURE(runAll(c, [&](const AlgoContext& ctx) {
+      CollArgs a{CollType::kReduce, in[ctx.rank].data(), out[ctx.rank].data(), count, DataType::kInt64, RedOp::kSum, root};
+      return chainReduce(a, ctx);
+    }));
+    for (int r = 0; r < n; ++r)
+      for (size_t i = 0; i < count; ++i) {
+        int64_t sum = 0;
+        for (int q = 0; q < n; ++q) sum += inputValue(q, i);
+        ASSERT_EQ(out[r][i], r == root ? sum : -1) << n << " ranks, rank " << r << " index " << i;
+      }
+  }
+}
+
 TEST(RingErrors, MismatchedCountsAreReportedNotCorrupted) {
   // Rank 0 thinks count is 10, rank 1 thinks 12: the receiver sees a chunk
   // of the wrong length and fails with kRemoteError instead of reading garbage.

@@ -375,6 +375,27 @@ TEST(TreeLarge, BroadcastStreamedOutputsMatchTheRoot) {
   }
 }
 
+// Tree reduce streams the root's result (kStreamingOutputBytes and more)
+// from a scratch chunk, after one or two children's inputs (recv2ReduceFinal).
+TEST(TreeLarge, ReduceStreamedOutputsMatchTheReference) {
+  const size_t count = kernels::kStreamingOutputBytes / sizeof(int64_t) + 13;
+  for (int n : {2, 3, 5}) {
+    const int root = n / 2;
+    const FabricShape s{n, 256 * 1024 + 8, 4};
+    auto send = inputs<int64_t>(n, count);
+    std::vector<std::vector<int64_t>> recv(static_cast<size_t>(n), std::vector<int64_t>(count, -1));
+    ASSERT_NO_FATAL_FAILURE(runAll(s, [&](const AlgoContext& ctx) {
+      CollArgs a{CollType::kReduce, send[ctx.rank].data(), recv[ctx.rank].data(), count, DataType::kInt64,
+                 RedOp::kAvg, root};
+      return treeReduce(a, ctx);
+    }));
+    for (size_t i = 0; i < count; ++i)
+      ASSERT_EQ(recv[root][i], reference<int64_t>(RedOp::kAvg, n, i)) << n << " ranks, index " << i;
+    for (int r = 0; r < n; ++r)
+      if (r != root) ASSERT_EQ(recv[r][count / 2], -1) << "rank " << r << " is not the root";
+  }
+}
+
 TEST(TreeSlots, DeepFifosLetRanksRunAheadWithoutReordering) {
   // With 8 slots senders run several steps ahead of their receivers; the
   // pieces of both trees and both directions must still pair up in order.
