@@ -17,10 +17,20 @@ rm -f "$tmp/Flaky.log"
 first_summary=$(bash "$here/ctest_failure_summary.sh" "$build_dir" 30)
 cp "$tmp/LastTestsFailed.log" "$tmp/FirstRunFailed.log"
 echo "== $(wc -l <"$tmp/FirstRunFailed.log") test(s) failed; running them again, one at a time"
-if (cd "$build_dir" && ctest --rerun-failed --output-on-failure -j 1 --timeout 900); then
-  { echo "== FLAKY: these tests failed once and passed when run again alone:"; printf '%s\n' "$first_summary"; } \
-    >"$tmp/Flaky.log"
+(cd "$build_dir" && ctest --rerun-failed --output-on-failure -j 1 --timeout 900)
+rerun_status=$?
+# Flaky: failed the first time, not the second (the rerun's list holds only
+# the tests that failed again, or nothing when all passed).
+again=()
+((rerun_status == 0)) || mapfile -t again < <(cut -d: -f2- "$tmp/LastTestsFailed.log")
+flaky=()
+while IFS=: read -r _ name; do
+  [[ " ${again[*]} " == *" $name "* ]] || flaky+=("$name")
+done <"$tmp/FirstRunFailed.log"
+if ((${#flaky[@]})); then
+  { echo "== FLAKY: these tests failed once and passed when run again alone: ${flaky[*]}"
+    echo "   (their first failure, with any test that failed twice:)"
+    printf '%s\n' "$first_summary"; } >"$tmp/Flaky.log"
   cat "$tmp/Flaky.log"
-  exit 0
 fi
-exit 1
+exit "$rerun_status"
