@@ -49,6 +49,9 @@ struct AlgoContext {
   WaitContext wait;
   size_t chunkBytes = 256 * 1024;  // largest piece moved per step; <= every connection's chunkBytes()
   transport::Protocol proto = transport::Protocol::kSimple;  // of every connection in `links`
+  // The exchange among all ranks for tiny messages (transport.h), or null;
+  // set for the LL protocol only, and on every rank or on none.
+  transport::Bulletin* bulletin = nullptr;
   bool singleHost = true;  // every rank on this host (shared-memory-only algorithms apply)
   // Which ranks share a host (the communicator's, immutable, outlives the
   // call); null: unknown, treated as one host (rank-order rings).

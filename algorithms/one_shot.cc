@@ -9,17 +9,42 @@
 // cannot be blocked: every sender is at that point or later, so it has done
 // phase 1. A send in phase 1 cannot be blocked: the receiver has finished
 // iteration c-1, releasing all earlier chunks, so the link holds nothing.
+//
+// With a bulletin (LL on shared memory, every rank on one backend) a message
+// that fits goes in one round instead: each rank posts its whole input once,
+// then folds every peer's posted input in rank order, read straight from the
+// peer's bulletin. Same fold, same bits; no per-peer sends, slots or releases.
 #include "algorithms/one_shot.h"
 
 #include <algorithm>
+#include <cstddef>
 
 #include "algorithms/primitives.h"
 #include "algorithms/rank_order_fold.h"
 
 namespace loom::algo {
 
+namespace {
+
+bool fitsBulletin(const CollArgs& args, const AlgoContext& ctx) {
+  const size_t bytes = args.count * dataTypeSize(args.dtype);
+  return ctx.bulletin && args.count > 0 && bytes <= std::min(kOneShotBulletinMaxBytes, ctx.bulletin->capacity());
+}
+
+Status bulletinRound(const CollArgs& args, const AlgoContext& ctx) {
+  LOOM_TRY(ctx.bulletin->post(args.sendbuf, args.count * dataTypeSize(args.dtype)));
+  // Two peer messages are live at once during the fold; on the stack, since
+  // this path is all about per-call cost.
+  alignas(64) std::byte scratch[2 * kOneShotBulletinMaxBytes];
+  RankOrderFold fold(ctx, Reduction{args.dtype, args.op, ctx.nranks}, scratch);
+  return fold.fold(args.sendbuf, args.recvbuf, args.count);
+}
+
+}  // namespace
+
 Status oneShotAllReduce(const CollArgs& args, const AlgoContext& ctx) {
   if (ctx.nranks == 1) return reduceOnOneRank(args);
+  if (fitsBulletin(args, ctx)) return bulletinRound(args, ctx);
   const int n = ctx.nranks, r = ctx.rank;
   const size_t es = dataTypeSize(args.dtype);
   size_t chunkElems = 0;

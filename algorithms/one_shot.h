@@ -17,6 +17,9 @@ namespace loom::algo {
 // above a few tens of KiB the bandwidth terms dominate and ring/hd win, so
 // the cap keeps it to the latency-bound sizes it is for.
 constexpr size_t kOneShotMaxBytes = 64 * 1024;
+// The largest message sent in one bulletin round (AlgoContext::bulletin)
+// instead of through the per-peer FIFOs.
+constexpr size_t kOneShotBulletinMaxBytes = 4096;
 
 Status oneShotAllReduce(const CollArgs& args, const AlgoContext& ctx);
 // Shared memory only (ctx.singleHost: copies to n-1 peers are cheap there,

@@ -7,6 +7,13 @@
 namespace loom::algo {
 
 Status RankOrderFold::take(int peer, size_t bytes, const std::byte** data) {
+  if (bulletin_) {
+    // At most two pieces are live at once (x_0 and x_1), so halves alternate.
+    std::byte* into = scratch_ + (takes_++ & 1) * bytes;
+    LOOM_TRY(bulletin_->read(peer, into, bytes, ctx_.wait));
+    *data = into;
+    return Status::ok();
+  }
   auto& conn = ctx_.links->recvFrom(peer);
   size_t got = 0;
   LOOM_TRY(conn.acquire(data, &got, ctx_.wait));
@@ -18,7 +25,9 @@ Status RankOrderFold::take(int peer, size_t bytes, const std::byte** data) {
                    ctx_.rank, got, peer, bytes);
 }
 
-void RankOrderFold::release(int peer) { ctx_.links->recvFrom(peer).release(); }
+void RankOrderFold::release(int peer) {
+  if (!bulletin_) ctx_.links->recvFrom(peer).release();
+}
 
 Status RankOrderFold::fold(const void* own, void* dst, size_t count) {
   const int n = ctx_.nranks, r = ctx_.rank;

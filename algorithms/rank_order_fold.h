@@ -15,6 +15,10 @@ namespace loom::algo {
 class RankOrderFold {
  public:
   RankOrderFold(const AlgoContext& ctx, Reduction red) : ctx_(ctx), red_(red) {}
+  // Peers' pieces come from ctx.bulletin's current round instead of the
+  // links, each read into `scratch` (room for two pieces).
+  RankOrderFold(const AlgoContext& ctx, Reduction red, std::byte* scratch)
+      : ctx_(ctx), red_(red), bulletin_(ctx.bulletin), scratch_(scratch) {}
 
   // dst <- finalize(((x_0 (op) x_1) (op) x_2) ... (op) x_{n-1}) for `count`
   // (>= 1) elements, where x_rank is `own` and x_q (q != rank) is the next
@@ -22,7 +26,7 @@ class RankOrderFold {
   // kernels compute reduce(dst, a, b) = a (op) b, so the accumulator is
   // always the left operand. dst may be `own` (in place) or a send slot; `own`
   // is set aside first when writing dst would overwrite it before its turn.
-  // Peers' chunks are taken and released in rank order.
+  // Peers' chunks (or messages) are taken and released in rank order.
   Status fold(const void* own, void* dst, size_t count);
 
  private:
@@ -32,6 +36,9 @@ class RankOrderFold {
 
   const AlgoContext& ctx_;
   Reduction red_;
+  transport::Bulletin* bulletin_ = nullptr;
+  std::byte* scratch_ = nullptr;
+  int takes_ = 0;  // which half of scratch_ the next read fills
   std::vector<std::byte> ownCopy_;  // own piece, set aside for the in-place case
 };
 

@@ -11,6 +11,9 @@ Subgroup::Subgroup(const AlgoContext& parent, const std::vector<int>& members, b
   ctx_.links = &links_;
   ctx_.singleHost = singleHost;
   ctx_.hosts = nullptr;
+  // The bulletin's rounds involve every rank of the communicator; a subset
+  // posting alone would break its round contract.
+  ctx_.bulletin = nullptr;
 }
 
 std::string Subgroup::describe() const {

@@ -73,6 +73,35 @@ class RecvConnection {
   virtual void release() = 0;
 };
 
+// A one-round, all-ranks exchange of tiny messages, for the latency-bound
+// end of the collectives (one-shot all-reduce): each rank posts one message
+// per round into a bulletin of its own, and every other rank reads it
+// straight from there. One store of a few lines per rank and round, where the
+// per-peer FIFOs cost a send and a receive (with their slot bookkeeping) for
+// every pair.
+//
+// Contract: rounds are numbered alike on every rank (each rank posts once per
+// round, in the same order of calls). Within a round a rank posts first, then
+// reads the message of every other rank. A bulletin keeps the last few
+// rounds (at least two), so a post overwrites an older round's message; the
+// full read is what makes that safe: a rank that posts round k+2 has read
+// every peer's round k+1, which each peer posted only after reading round k.
+// post() refuses to start a round while the previous one has not been read
+// in full.
+//
+// Threading: one thread drives a bulletin at a time (the communicator's executor).
+class Bulletin {
+ public:
+  virtual ~Bulletin() = default;
+  // The largest message, in bytes.
+  virtual size_t capacity() const = 0;
+  // Starts the next round by publishing `bytes` (<= capacity()) of `data`.
+  virtual Status post(const void* data, size_t bytes) = 0;
+  // Waits for `peer`'s message of the round this rank posted last and copies
+  // it to `out`; an error if it is not `bytes` long.
+  virtual Status read(int peer, void* out, size_t bytes, const WaitContext& wait) = 0;
+};
+
 // Everything a transport needs while connecting a communicator.
 struct SetupContext {
   int rank = 0;
@@ -105,6 +134,9 @@ class Transport {
   // Liveness of the peers this backend serves, for every wait to observe
   // (WaitContext::health); null if it cannot tell. Valid after connect().
   virtual PeerHealth* health() { return nullptr; }
+  // The bulletin exchange with every other rank of the communicator, or null
+  // if this backend does not serve them all or has none. Valid after connect().
+  virtual Bulletin* bulletin() { return nullptr; }
 };
 
 // A backend in the compile-time registry (src/comm/transport_registry.cc).

@@ -149,6 +149,24 @@ Status Communicator::connectPeers(const bootstrap::UniqueId& id) {
     transports_.push_back(std::move(backend));
   }
   connectProtocols(inUse);
+  return agreeOnBulletin(inUse);
+}
+
+// An algorithm takes the bulletin path on every rank or on none (a rank on
+// the other path would wait forever), and a backend offers a bulletin only
+// where it serves all of a rank's peers, which need not hold for every rank
+// alike: hence one exchange of who has one.
+Status Communicator::agreeOnBulletin(const std::vector<transport::Transport*>& inUse) {
+  transport::Bulletin* mine = nullptr;
+  if (inUse.size() == 1 && llLinks_) mine = inUse.front()->bulletin();
+  std::vector<int32_t> has(static_cast<size_t>(nranks_), 0);
+  has[static_cast<size_t>(rank_)] = mine != nullptr ? 1 : 0;
+  if (nranks_ > 1) LOOM_TRY(bootstrap_->allGather(has.data(), sizeof(int32_t), makeWait()));
+  bool all = nranks_ > 1;
+  for (int32_t h : has) all = all && h != 0;
+  bulletin_ = all ? mine : nullptr;
+  if (bulletin_)
+    LOOM_INFO(log_, kSubsysTransport, "bulletin of %zu bytes for one-shot LL all-reduce", bulletin_->capacity());
   return Status::ok();
 }
 
@@ -303,6 +321,7 @@ bool Communicator::contextFor(transport::Protocol proto, const WaitContext& wait
   ctx->wait = wait;
   ctx->chunkBytes = proto == transport::Protocol::kLL ? llChunkBytes_ : config_.chunkBytes;
   ctx->proto = proto;
+  ctx->bulletin = proto == transport::Protocol::kLL ? bulletin_ : nullptr;
   ctx->singleHost = singleHost_;
   ctx->hosts = hostLayout_.get();
   return true;

@@ -115,6 +115,8 @@ class Communicator {
   // Builds the LL link table (if every transport in use supports LL) and
   // notes whether all peers share this host.
   void connectProtocols(const std::vector<transport::Transport*>& inUse);
+  // Sets bulletin_ if every rank has one from a single backend (collective).
+  Status agreeOnBulletin(const std::vector<transport::Transport*>& inUse);
   // Per registry backend: the peers it serves for this rank, and whether it
   // serves any pair of the communicator (transport_policy.h).
   struct PeerTransports {
@@ -169,6 +171,9 @@ class Communicator {
   // LL protocol links; null unless every transport in use supports LL.
   std::unique_ptr<LinkTable> llLinks_;
   size_t llChunkBytes_ = 0;  // min(config chunk, every LL connection's chunkBytes())
+  // The tiny-message exchange among all ranks (transport.h), for LL one-shot
+  // all-reduce; null unless every rank has one, so all take the same path.
+  transport::Bulletin* bulletin_ = nullptr;
   bool singleHost_ = true;   // every peer on this host
   std::unique_ptr<const algo::HostLayout> hostLayout_;  // from the peer table, for AlgoContext::hosts
   std::atomic<bool> abort_{false};

@@ -26,6 +26,8 @@ Result<SegmentGeometry> checkSegmentHeader(const SegmentHeader& header, const Pe
                    g.fifoBytes == header.fifoBytes && g.slotStride == header.slotStride &&
                    g.llSlots == header.llSlots && g.llChunkBytes == header.llChunkBytes &&
                    g.llSlotStride == header.llSlotStride && g.llOffset == header.llOffset &&
+                   g.bulletinOffset == header.bulletinOffset && g.bulletinCapacity == header.bulletinCapacity &&
+                   g.bulletinStride == header.bulletinStride && g.bulletinBytes == header.bulletinBytes &&
                    g.totalBytes <= expect.fileBytes,
                Code::kSystemError, "shm: segment %s of peer rank %d has an inconsistent size", path, peer);
   return g;

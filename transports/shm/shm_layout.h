@@ -7,6 +7,12 @@
 //   entry.offset + 4K   slot 0 | slot 1 | ... | slot (slots-1)  (slotStride apart)
 //   entry.offset + llOffset          LLFifoControl (one page): signal line, tail line
 //   entry.offset + llOffset + 4K     LL slot 0 | ... | LL slot (llSlots-1)  (llSlotStride apart)
+//   bulletinOffset      BulletinControl (one page): the owner's signal line
+//   bulletinOffset + 4K bulletin buffer 0 | ... | buffer 7  (bulletinStride apart)
+//
+// The bulletin (shm_bulletin.h) is the one part the owner writes and its
+// peers read: the owner's message of round k, in LL lines (a header line
+// with the byte count, then one line per 4 payload bytes), in buffer k mod 8.
 //
 // An LL slot is an array of 8-byte lines (see shm_ll_connection.h): one
 // header line, then one line per 4 payload bytes.
@@ -27,7 +33,7 @@
 namespace loom::transport::shm {
 
 constexpr uint64_t kSegmentMagic = 0x4d48534d4f4f4cull;  // "LOOMSHM"
-constexpr uint32_t kLayoutVersion = 2;  // 2: LL FIFOs after each Simple FIFO
+constexpr uint32_t kLayoutVersion = 3;  // 2: LL FIFOs after each Simple FIFO; 3: the bulletin at the end
 constexpr size_t kPageBytes = 4096;
 constexpr size_t kCacheLineBytes = 64;
 // The control page holds the two cache lines below plus one byte count per slot.
@@ -47,6 +53,15 @@ constexpr uint64_t kLLChunkBytes = 8 * 1024;
 constexpr size_t kLLLineBytes = 8;     // one 64-bit store: 4 payload bytes + 4-byte flag
 constexpr size_t kLLPayloadPerLine = 4;
 constexpr uint32_t kLLFlagPeriod = 0xffffffffu;  // flags 1 .. 2^32-1 (0 is zeroed memory)
+
+// The bulletin's message capacity: what one-shot all-reduce sends over it
+// (the tuner picks LL below ~1 KiB); larger messages go through the FIFOs.
+// Rounds rotate over 8 buffers although 2 would be safe: a buffer rewritten
+// every other round still sits in its readers' caches, and every store must
+// first take each line back from them (4 KiB all-reduce, 2 ranks: 3.2 us
+// with 2 buffers, 2.1 us with 8).
+constexpr uint64_t kBulletinCapacityBytes = 4096;
+constexpr uint32_t kBulletinBuffers = 8;
 
 constexpr size_t roundUp(size_t value, size_t multiple) {
   return (value + multiple - 1) / multiple * multiple;
@@ -75,6 +90,10 @@ struct SegmentHeader {
   uint64_t llChunkBytes;  // LL payload bytes per slot (a multiple of 4)
   uint64_t llSlotStride;  // distance between LL slots
   uint64_t llOffset;      // the LL FIFO's distance from the start of a peer's region (page multiple)
+  uint64_t bulletinOffset;    // from the segment start, page aligned, after the FIFO regions
+  uint64_t bulletinCapacity;  // message bytes (a multiple of 4)
+  uint64_t bulletinStride;    // distance between its buffers
+  uint64_t bulletinBytes;     // control page + the buffers, page multiple
 
   FifoEntry* entries() { return reinterpret_cast<FifoEntry*>(this + 1); }
   const FifoEntry* entries() const { return reinterpret_cast<const FifoEntry*>(this + 1); }
@@ -111,8 +130,15 @@ struct LLFifoControl {
   WaitSignal released;  // notified after tail advances; the sender sleeps on it
 };
 
+// The bulletin's synchronisation state: only a signal, since the lines carry
+// their round's flag. Written by readers only when they go to sleep.
+struct BulletinControl {
+  alignas(kCacheLineBytes) WaitSignal posted;  // notified after a message's lines are stored
+};
+
 static_assert(sizeof(FifoControl) <= kPageBytes, "FIFO control block must fit one page");
 static_assert(sizeof(LLFifoControl) <= kPageBytes, "LL FIFO control block must fit one page");
+static_assert(sizeof(BulletinControl) <= kPageBytes, "bulletin control block must fit one page");
 static_assert(std::atomic<uint64_t>::is_always_lock_free, "shared-memory counters must be lock free");
 static_assert(std::atomic<uint32_t>::is_always_lock_free, "shared-memory signals must be lock free");
 
@@ -126,6 +152,10 @@ struct SegmentGeometry {
   uint64_t llChunkBytes = 0;
   uint64_t llSlotStride = 0;
   uint64_t fifoBytes = 0;  // Simple + LL FIFO of one peer
+  uint64_t bulletinOffset = 0;
+  uint64_t bulletinCapacity = 0;
+  uint64_t bulletinStride = 0;
+  uint64_t bulletinBytes = 0;
   uint64_t headerBytes = 0;
   uint64_t totalBytes = 0;
 
@@ -146,9 +176,37 @@ struct SegmentGeometry {
     g.llSlotStride = roundUp(g.llLinesPerSlot() * kLLLineBytes, kCacheLineBytes);
     g.fifoBytes = g.llOffset + roundUp(kPageBytes + llSlots * g.llSlotStride, kPageBytes);
     g.headerBytes = roundUp(sizeof(SegmentHeader) + fifoCount * sizeof(FifoEntry), kPageBytes);
-    g.totalBytes = g.headerBytes + fifoCount * g.fifoBytes;
+    g.bulletinOffset = g.headerBytes + fifoCount * g.fifoBytes;
+    g.bulletinCapacity = kBulletinCapacityBytes;
+    g.bulletinStride = roundUp((1 + g.bulletinCapacity / kLLPayloadPerLine) * kLLLineBytes, kCacheLineBytes);
+    g.bulletinBytes = roundUp(kPageBytes + kBulletinBuffers * g.bulletinStride, kPageBytes);
+    g.totalBytes = g.bulletinOffset + g.bulletinBytes;
     return g;
   }
 };
+
+// The header of a segment of geometry `g` owned by `ownerRank` (entries not included).
+inline SegmentHeader makeSegmentHeader(const SegmentGeometry& g, int32_t ownerRank, uint32_t fifoCount) {
+  SegmentHeader h{};
+  h.magic = kSegmentMagic;
+  h.version = kLayoutVersion;
+  h.ownerRank = ownerRank;
+  h.fifoCount = fifoCount;
+  h.slots = g.slots;
+  h.chunkBytes = g.chunkBytes;
+  h.slotStride = g.slotStride;
+  h.fifoBytes = g.fifoBytes;
+  h.headerBytes = g.headerBytes;
+  h.totalBytes = g.totalBytes;
+  h.llSlots = g.llSlots;
+  h.llChunkBytes = g.llChunkBytes;
+  h.llSlotStride = g.llSlotStride;
+  h.llOffset = g.llOffset;
+  h.bulletinOffset = g.bulletinOffset;
+  h.bulletinCapacity = g.bulletinCapacity;
+  h.bulletinStride = g.bulletinStride;
+  h.bulletinBytes = g.bulletinBytes;
+  return h;
+}
 
 }  // namespace loom::transport::shm

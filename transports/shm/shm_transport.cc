@@ -9,6 +9,7 @@
 
 #include "bootstrap/bootstrap.h"
 #include "common/format.h"
+#include "transports/shm/shm_bulletin.h"
 #include "transports/shm/shm_connection.h"
 #include "transports/shm/shm_header_check.h"
 #include "transports/shm/shm_layout.h"
@@ -32,6 +33,7 @@ class ShmTransport final : public Transport {
   SendConnection& sendTo(int peer, Protocol proto) override;
   RecvConnection& recvFrom(int peer, Protocol proto) override;
   PeerHealth* health() override { return connected_ ? monitor_.get() : nullptr; }
+  Bulletin* bulletin() override { return connected_ ? bulletin_.get() : nullptr; }
 
  private:
   Status validate(const SetupContext& ctx, const std::vector<int>& peers) const;
@@ -56,6 +58,10 @@ class ShmTransport final : public Transport {
   UnconnectedSend invalidSend_;
   UnconnectedRecv invalidRecv_;
   std::unique_ptr<PeerMonitor> monitor_;  // null without shm peers
+  // Every rank's bulletin as mapped here (own and peers'), by rank; the
+  // bulletin exists only when this transport serves every other rank.
+  std::vector<BulletinView> bulletinViews_;
+  std::unique_ptr<ShmBulletin> bulletin_;
 };
 
 Status ShmTransport::validate(const SetupContext& ctx, const std::vector<int>& peers) const {
@@ -88,17 +94,7 @@ Status ShmTransport::createOwnSegment(const SetupContext& ctx) {
   ownLinked_ = true;
   ownMapping_ = std::move(mapped).value();
 
-  auto* header = new (ownMapping_.data()) SegmentHeader{};
-  header->magic = kSegmentMagic;
-  header->version = kLayoutVersion;
-  header->ownerRank = ctx.rank;
-  header->fifoCount = fifoCount;
-  header->slots = g.slots;
-  header->chunkBytes = g.chunkBytes;
-  header->slotStride = g.slotStride;
-  header->fifoBytes = g.fifoBytes;
-  header->headerBytes = g.headerBytes;
-  header->totalBytes = g.totalBytes;
+  auto* header = new (ownMapping_.data()) SegmentHeader(makeSegmentHeader(g, ctx.rank, fifoCount));
   for (uint32_t i = 0; i < fifoCount; ++i) {
     uint64_t offset = g.headerBytes + i * g.fifoBytes;
     header->entries()[i] = FifoEntry{peers_[i], 0, offset};
@@ -109,10 +105,9 @@ Status ShmTransport::createOwnSegment(const SetupContext& ctx) {
                       g.llSlotStride, g.llChunkBytes};
     recv_[protoIndex(Protocol::kLL)][peers_[i]] = std::make_unique<ShmLLRecvConnection>(llView, ctx.rank, peers_[i]);
   }
-  header->llSlots = g.llSlots;
-  header->llChunkBytes = g.llChunkBytes;
-  header->llSlotStride = g.llSlotStride;
-  header->llOffset = g.llOffset;
+  std::byte* bulletin = ownMapping_.data() + g.bulletinOffset;
+  bulletinViews_[ctx.rank] = BulletinView{new (bulletin) BulletinControl{}, bulletin + kPageBytes, g.bulletinStride,
+                                          g.bulletinCapacity};
   LOOM_INFO(ctx.log, kSubsysTransport,
             "shm: created %s (%u inbound FIFOs x (%u slots x %llu bytes + LL %u x %llu bytes), %llu bytes)",
             own_.path().c_str(), fifoCount, g.slots, static_cast<unsigned long long>(g.chunkBytes), g.llSlots,
@@ -155,6 +150,14 @@ Status ShmTransport::connectToPeer(const SetupContext& ctx, int peer) {
                     g.llSlotStride, g.llChunkBytes};
   send_[protoIndex(Protocol::kLL)][peer] = std::make_unique<ShmLLSendConnection>(llView, ctx.rank, peer);
   peerMappings_.push_back(std::move(fifoMap).value());
+  // The peer's bulletin, read here (its signal is written too: a reader
+  // that goes to sleep registers there).
+  Result<Mapping> bulletinMap = mapRange(fd->get(), g.bulletinOffset, g.bulletinBytes, true, where, peer);
+  if (!bulletinMap.isOk()) return bulletinMap.status();
+  std::byte* bulletin = bulletinMap->data();
+  bulletinViews_[peer] = BulletinView{reinterpret_cast<BulletinControl*>(bulletin), bulletin + kPageBytes,
+                                      g.bulletinStride, g.bulletinCapacity};
+  peerMappings_.push_back(std::move(bulletinMap).value());
   return Status::ok();
 }
 
@@ -203,6 +206,7 @@ Status ShmTransport::connect(const SetupContext& ctx, const std::vector<int>& pe
     peers_ = peers;
     std::sort(peers_.begin(), peers_.end());
     clearConnections();
+    bulletinViews_.assign(ctx.nranks, BulletinView{});
     for (int p = 0; p < kNumProtocols; ++p) {
       send_[p].resize(ctx.nranks);
       recv_[p].resize(ctx.nranks);
@@ -228,6 +232,7 @@ Status ShmTransport::connect(const SetupContext& ctx, const std::vector<int>& pe
   if (monitor_) monitor_->unlinkBoard();
   if (!status.isOk()) {
     monitor_.reset();
+    bulletinViews_.clear();
     clearConnections();
     peerMappings_.clear();
     ownMapping_.reset();
@@ -240,6 +245,8 @@ Status ShmTransport::connect(const SetupContext& ctx, const std::vector<int>& pe
       if (!recv_[p][r]) recv_[p][r] = std::make_unique<UnconnectedRecv>(why);
     }
   }
+  if (!peers_.empty() && static_cast<int>(peers_.size()) == ctx.nranks - 1)
+    bulletin_ = std::make_unique<ShmBulletin>(ctx.rank, bulletinViews_);
   connected_ = true;
   return Status::ok();
 }

@@ -10,6 +10,9 @@
 //  - LL: a control page (tail counter, two WaitSignals) and kLLSlots slots of
 //    kLLChunkBytes payload stored as flagged 8-byte lines (shm_ll_connection.h);
 //    both ends stage chunks in private buffers.
+// and, after them, the rank's bulletin (shm_bulletin.h): its own message of
+// each round for every peer to read, offered as bulletin() when this
+// transport serves every other rank of the communicator.
 //
 // connect() is collective over the communicator and runs in three steps,
 // each closed by a bootstrap allGather of every rank's outcome (so a failure
@@ -17,7 +20,7 @@
 // them to time out):
 //   1. create, size, reserve (posix_fallocate: a full /dev/shm is a clear
 //      error here, not a SIGBUS later) and map the own segment;
-//   2. open and map the FIFO for this rank in each peer's segment;
+//   2. open and map the FIFO for this rank, and the bulletin, in each peer's segment;
 //   3. unlink the own segment: from then on the memory lives only as long as
 //      the mappings, and nothing is left in /dev/shm whatever happens to the
 //      processes.
@@ -26,7 +29,8 @@
 // recognisable and never reused by another job.
 //
 // Memory per rank: (inbound peers) x (4 KiB + fifoSlots x chunkBytes + LL's
-// 132 KiB), e.g. 7 peers x (4 x 256 KiB + 136 KiB) = 8 MiB.
+// 132 KiB) + the bulletin's 72 KiB, e.g. 7 peers x (4 x 256 KiB + 136 KiB)
+// + 72 KiB = 8.1 MiB.
 //
 // Works between threads of one process and between processes alike.
 #pragma once

@@ -1,24 +1,68 @@
 // One-shot all-reduce over the loopback transport with 2 slots per link:
 // world sizes 1..9, tiny (64 B) and normal chunks. It reduces in rank order,
 // so every type, floats included, must equal the left fold bit for bit.
+// The same again with a shared-memory bulletin (in the heap, ranks as
+// threads), which carries every message that fits it.
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "algorithms/one_shot.h"
 #include "fold_reference.h"
+#include "transports/shm/shm_bulletin.h"
 
 namespace loom::algo {
 namespace {
 
 using namespace testref;
 
+// Every rank's bulletin in this process's heap, zeroed like a fresh segment;
+// the rounds go on from one run to the next, as in a communicator.
+class HeapBulletins {
+ public:
+  explicit HeapBulletins(int n) {
+    using namespace transport::shm;
+    const uint64_t stride = (1 + kBulletinCapacityBytes / 4) * 8;
+    std::vector<BulletinView> views;
+    for (int r = 0; r < n; ++r) {
+      controls_.push_back(std::make_unique<BulletinControl>());
+      lines_.emplace_back(kBulletinBuffers * stride / 8, 0);
+      views.push_back({controls_.back().get(), reinterpret_cast<std::byte*>(lines_.back().data()), stride,
+                       kBulletinCapacityBytes});
+    }
+    for (int r = 0; r < n; ++r) bulletins_.push_back(std::make_unique<ShmBulletin>(r, views));
+  }
+  transport::Bulletin* of(int rank) const { return bulletins_[static_cast<size_t>(rank)].get(); }
+
+ private:
+  std::vector<std::unique_ptr<transport::shm::BulletinControl>> controls_;
+  std::vector<std::vector<uint64_t>> lines_;
+  std::vector<std::unique_ptr<transport::shm::ShmBulletin>> bulletins_;
+};
+
+// The bulletins of the test running now (runAllReduce takes a plain function).
+const HeapBulletins* gBulletins = nullptr;
+
+Status oneShotWithBulletin(const CollArgs& args, const AlgoContext& ctx) {
+  AlgoContext withBulletin = ctx;
+  withBulletin.bulletin = ctx.nranks > 1 ? gBulletins->of(ctx.rank) : nullptr;
+  return oneShotAllReduce(args, withBulletin);
+}
+
 class OneShotTest : public ::testing::TestWithParam<std::tuple<int, size_t>> {
  protected:
+  void SetUp() override {
+    bulletins_ = std::make_unique<HeapBulletins>(n());
+    gBulletins = bulletins_.get();
+  }
+  void TearDown() override { gBulletins = nullptr; }
+
   int n() const { return std::get<0>(GetParam()); }
   size_t chunkBytes() const { return std::get<1>(GetParam()); }
+  std::unique_ptr<HeapBulletins> bulletins_;
 
   template <class T>
   void check(std::initializer_list<RedOp> ops, bool mixedFloats) {
@@ -29,11 +73,15 @@ class OneShotTest : public ::testing::TestWithParam<std::tuple<int, size_t>> {
           return mixedFloats ? fromDouble<T>(mixedValue<T>(op, r, i)) : integerValue<T>(r, i);
         });
         for (bool inPlace : {false, true}) {
-          auto out = runAllReduce<T>(oneShotAllReduce, n(), chunkBytes(), in, op, inPlace);
-          expectLeftFold(in, out, op,
-                         std::string(dataTypeName(Elem<T>::kType)) + " " + redOpName(op) + " count " +
-                             std::to_string(count) + (inPlace ? " in place" : " out of place"));
-          if (HasFatalFailure()) return;
+          for (bool bulletin : {false, true}) {
+            auto out = runAllReduce<T>(bulletin ? oneShotWithBulletin : oneShotAllReduce, n(), chunkBytes(), in, op,
+                                       inPlace);
+            expectLeftFold(in, out, op,
+                           std::string(dataTypeName(Elem<T>::kType)) + " " + redOpName(op) + " count " +
+                               std::to_string(count) + (inPlace ? " in place" : " out of place") +
+                               (bulletin ? " with a bulletin" : ""));
+            if (HasFatalFailure()) return;
+          }
         }
       }
     }

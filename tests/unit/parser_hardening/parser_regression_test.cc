@@ -54,8 +54,7 @@ TEST(ParserHardening, TuningFileRejectsControlBytesInAlgorithmNames) {
 TEST(ParserHardening, ShmHeaderOffsetsAndCountsCannotWrap) {
   using namespace transport::shm;
   const SegmentGeometry g = SegmentGeometry::compute(1, 4, 4096);
-  SegmentHeader h{kSegmentMagic, kLayoutVersion, 0, 1, 4, 4096, g.slotStride, g.fifoBytes, g.headerBytes,
-                  g.totalBytes, g.llSlots, 0, g.llChunkBytes, g.llSlotStride, g.llOffset};
+  SegmentHeader h = makeSegmentHeader(g, 0, 1);
   PeerSegmentExpectation expect{0, 1, 2, 4, 4096, g.totalBytes, "/dev/shm/test"};
   Result<SegmentGeometry> checked = checkSegmentHeader(h, expect);
   ASSERT_TRUE(checked.isOk()) << checked.status().message();

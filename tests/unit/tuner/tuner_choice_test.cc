@@ -55,7 +55,7 @@ TEST(TunerChoice, HugeAllReduceUsesSimpleOverTheMeasuredFastestAlgorithm) {
 
 // The crossovers of the interleaved measurements (tuning_defaults.cc).
 TEST(TunerChoice, AllReduceFollowsTheMeasuredCrossovers) {
-  const std::pair<size_t, const char*> two[] = {{128, "rd/LL"},            {2048, "oneshot/Simple"},
+  const std::pair<size_t, const char*> two[] = {{8, "oneshot/LL"}, {256, "oneshot/LL"}, {2048, "oneshot/Simple"},
                                                 {32 << 10, "oneshot/Simple"}, {128 << 10, "tree/Simple"},
                                                 {4 << 20, "tree/Simple"}};
   for (const auto& [bytes, want] : two)
