@@ -12,6 +12,7 @@
 #include "comm/transport_policy.h"
 #include "comm/transport_registry.h"
 #include "algorithms/registry.h"
+#include "common/clock.h"
 #include "common/format.h"
 #include "kernels/reduce.h"
 #include "loom/loom.h"
@@ -63,6 +64,8 @@ Result<std::unique_ptr<Communicator>> Communicator::create(const bootstrap::Uniq
   comm->devices_ = cuda::CommDevices::create(
       {rank, nranks, comm->singleHost_, comm->bootstrap_.get(), &comm->config_, comm->makeWait()}, comm->log_);
   comm->executor_ = std::make_unique<Executor>();
+  comm->blockingShortcut_ = !comm->devices_ && comm->diag_->recordsInOneStep() &&
+                            !comm->log_.enabled(LogLevel::kTrace, kSubsysColl);
   if (rank == 0)
     LOOM_INFO(comm->log_, kSubsysInit, "Loom %d.%d.%d, reduction kernels: %s", LOOM_MAJOR,
               LOOM_MINOR, LOOM_PATCH, kernels::isaName(kernels::activeIsa()));
@@ -73,8 +76,13 @@ Result<std::unique_ptr<Communicator>> Communicator::create(const bootstrap::Uniq
 }
 
 WaitContext Communicator::makeWait() const {
+  // The coarse clock serves deadlines of a second or more (Deadline::after).
+  return makeWait(config_.timeoutSeconds >= 1.0 ? coarseMonotonicNanos() : 0);
+}
+
+WaitContext Communicator::makeWait(int64_t coarseNowNanos) const {
   WaitContext wait;
-  wait.deadline = Deadline::after(config_.timeoutSeconds);
+  wait.deadline = Deadline::afterCoarse(coarseNowNanos, config_.timeoutSeconds);
   wait.abort = &abort_;
   wait.health = health_;
   wait.spinMicros = config_.spinMicros;
@@ -283,15 +291,9 @@ Status Communicator::execute(const algo::CollArgs& args, const CompletionPtr& af
   }
   const tuner::Choice choice = chooseAlgorithm(args, wait);
   algo::AlgoContext ctx;
-  if (!choice.algorithm || !contextFor(choice.proto, wait, &ctx)) {
-    Status status = makeError(Code::kInternalError, "no algorithm can run %s (count %zu, %s) on rank %d",
-                              algo::collTypeName(args.type), args.count, dataTypeName(args.dtype), rank_);
-    recordError(status);
-    return status;
-  }
+  if (!choice.algorithm || !contextFor(choice.proto, wait, &ctx)) return noAlgorithmFor(args);
   const auto& algorithm = *choice.algorithm;
-  const auto index = static_cast<int>(&algorithm - algo::allAlgorithms().data());
-  lastAlgorithm_.store(index * transport::kNumProtocols + static_cast<int>(choice.proto), std::memory_order_relaxed);
+  noteAlgorithm(algorithm, choice.proto);
   LOOM_TRACE(log_, kSubsysColl, "%s %s/%s count %zu %s %s root %d", algo::collTypeName(args.type), algorithm.name,
              transport::protocolName(choice.proto), args.count, dataTypeName(args.dtype), redOpName(args.op),
              args.root);
@@ -303,12 +305,28 @@ Status Communicator::execute(const algo::CollArgs& args, const CompletionPtr& af
   }
   ctx.progress = diag_->progress();
   Status status = algorithm.run(args, ctx);
-  if (!status.isOk()) {
-    status = status.withContext(strprintf("%s (%s/%s, count %zu, %s) on rank %d: ", algo::collTypeName(args.type),
-                                          algorithm.name, transport::protocolName(choice.proto), args.count,
-                                          dataTypeName(args.dtype), rank_));
-    recordError(status);
-  }
+  if (!status.isOk()) return algorithmFailed(std::move(status), args, algorithm, choice.proto);
+  return status;
+}
+
+Status Communicator::noAlgorithmFor(const algo::CollArgs& args) {
+  Status status = makeError(Code::kInternalError, "no algorithm can run %s (count %zu, %s) on rank %d",
+                            algo::collTypeName(args.type), args.count, dataTypeName(args.dtype), rank_);
+  recordError(status);
+  return status;
+}
+
+void Communicator::noteAlgorithm(const algo::AlgorithmInfo& algorithm, transport::Protocol proto) {
+  const auto index = static_cast<int>(&algorithm - algo::allAlgorithms().data());
+  lastAlgorithm_.store(index * transport::kNumProtocols + static_cast<int>(proto), std::memory_order_relaxed);
+}
+
+Status Communicator::algorithmFailed(Status status, const algo::CollArgs& args, const algo::AlgorithmInfo& algorithm,
+                                     transport::Protocol proto) {
+  status = status.withContext(strprintf("%s (%s/%s, count %zu, %s) on rank %d: ", algo::collTypeName(args.type),
+                                        algorithm.name, transport::protocolName(proto), args.count,
+                                        dataTypeName(args.dtype), rank_));
+  recordError(status);
   return status;
 }
 
@@ -414,6 +432,7 @@ Status Communicator::enqueue(const algo::CollArgs& args, Stream* stream) {
     return Status::ok();
   }
   Status status;
+  if (tryRunBlocking(args, &status)) return status;
   const OpTicket ticket = diag_->enqueued(OpDescriptor::of(args));
   auto run = [this, &args, &ticket] { return diag_->runNow(ticket, [&] { return execute(args, nullptr, ticket); }); };
   if (executor_->tryRunInline(run, &status)) return status;

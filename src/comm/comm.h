@@ -126,12 +126,26 @@ class Communicator {
   Result<PeerTransports> choosePeerTransports() const;
   void adaptWaitsToHost();
   Status execute(const algo::CollArgs& args, const CompletionPtr& after, const OpTicket& ticket);
+  // A blocking collective with nothing queued before it, run on the calling
+  // thread with the least bookkeeping (comm_blocking.cc); false, having done
+  // nothing, when it must take the general path.
+  bool tryRunBlocking(const algo::CollArgs& args, Status* status);
+  Status runBlocking(const algo::CollArgs& args);
+  // Shared by execute() and runBlocking(): the error for a call no algorithm
+  // can run, the record of the algorithm about to run, and the context added
+  // to an algorithm's failure (recorded as the communicator's error).
+  Status noAlgorithmFor(const algo::CollArgs& args);
+  void noteAlgorithm(const algo::AlgorithmInfo& algorithm, transport::Protocol proto);
+  Status algorithmFailed(Status status, const algo::CollArgs& args, const algo::AlgorithmInfo& algorithm,
+                         transport::Protocol proto);
   // The context an algorithm runs in over `proto`'s links; false if the
   // communicator has no links for that protocol.
   bool contextFor(transport::Protocol proto, const WaitContext& wait, algo::AlgoContext* ctx) const;
   // The tuner's choice for `args` (memoized: a loop repeats the same call).
   tuner::Choice chooseAlgorithm(const algo::CollArgs& args, const WaitContext& wait);
   WaitContext makeWait() const;
+  // The same with a coarse clock reading already taken (no second read).
+  WaitContext makeWait(int64_t coarseNowNanos) const;
   void recordError(const Status& status);
   // Device memory (src/cuda): waits for the CUDA stream's earlier work
   // (null: none), and runs fused send/recv ops, staging device buffers.
@@ -161,6 +175,10 @@ class Communicator {
     bool inPlace = false;
     tuner::Choice choice;
   } choiceMemo_;
+  // Whether blocking calls may take runBlocking(): not with LOOM_CHECK, the
+  // trace, per-call trace logging or device memory, which need execute()'s
+  // separate steps. Fixed at creation.
+  bool blockingShortcut_ = false;
   std::unique_ptr<bootstrap::Bootstrap> bootstrap_;
   std::vector<transport::PeerInfo> peers_;
   std::vector<std::unique_ptr<transport::Transport>> transports_;

@@ -65,6 +65,17 @@ class Diagnostics {
   }
 
   void chose(const OpTicket& ticket, const char* algorithm, const char* protocol);
+  // Whether an operation may be recorded in one step (startedNow), as the
+  // blocking path does: not with LOOM_CHECK's exchange or the trace's phases.
+  bool recordsInOneStep() const { return !check_ && !trace_; }
+  // enqueued() + run()'s start + chose() + beforeDataMovement() for an
+  // operation that runs at once on the calling thread; end it with finished().
+  // `coarseNowNanos`: coarseMonotonicNanos() read by the caller, who needed
+  // it anyway (the operation's deadline).
+  OpTicket startedNow(const OpDescriptor& op, const char* algorithm, const char* protocol, int64_t coarseNowNanos) {
+    return recorder_.startedNow(op, recorder_.capacity() > 0 ? coarseNowNanos : 0, algorithm, protocol);
+  }
+  void finished(const OpTicket& ticket, const Status& status);
   // LOOM_CHECK's exchange over the Simple `links` (nothing when off, for
   // send/recv, or on one rank); marks the start of data movement.
   Status beforeDataMovement(const OpTicket& ticket, algo::Links& links, const WaitContext& wait) {
@@ -84,7 +95,6 @@ class Diagnostics {
 
  private:
   void started(const OpTicket& ticket, int64_t now);
-  void finished(const OpTicket& ticket, const Status& status);
   Status checkAndMarkDataMovement(const OpTicket& ticket, algo::Links& links, const WaitContext& wait);
   // One clock read per operation edge, only when something records time.
   // The trace needs precise times; the flight recorder alone takes the

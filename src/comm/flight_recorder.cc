@@ -82,6 +82,19 @@ FlightRecorder::Slot* FlightRecorder::slotOf(uint64_t id) const {
 }
 
 OpTicket FlightRecorder::enqueued(const OpDescriptor& op, std::string_view peers, int64_t now) {
+  return record(op, peers, now, OpState::kQueued, nullptr, nullptr);
+}
+
+OpTicket FlightRecorder::startedNow(const OpDescriptor& op, int64_t now, const char* algorithm, const char* protocol) {
+  progress_.store(0, std::memory_order_relaxed);
+  phase_.store(static_cast<uint8_t>(OpPhase::kDataMovement), std::memory_order_relaxed);
+  OpTicket t = record(op, {}, now, OpState::kRunning, algorithm, protocol);
+  runningId_.store(t.id, std::memory_order_relaxed);
+  return t;
+}
+
+OpTicket FlightRecorder::record(const OpDescriptor& op, std::string_view peers, int64_t now, OpState state,
+                                const char* algorithm, const char* protocol) {
   OpTicket t;
   t.enqueueNs = now;
   // One enqueuing thread at a time (loom.h), so no read-modify-write: a
@@ -102,13 +115,13 @@ OpTicket FlightRecorder::enqueued(const OpDescriptor& op, std::string_view peers
   s->seq.store(t.seq, std::memory_order_relaxed);
   s->count.store(op.count, std::memory_order_relaxed);
   s->shape.store(packShape(op), std::memory_order_relaxed);
-  s->algorithm.store(nullptr, std::memory_order_relaxed);
-  s->protocol.store(nullptr, std::memory_order_relaxed);
+  s->algorithm.store(algorithm, std::memory_order_relaxed);
+  s->protocol.store(protocol, std::memory_order_relaxed);
   s->phase.store(0, std::memory_order_relaxed);
   s->hasError.store(false, std::memory_order_relaxed);
   s->progress.store(0, std::memory_order_relaxed);
   s->enqueueNs.store(now, std::memory_order_relaxed);
-  s->startNs.store(0, std::memory_order_relaxed);
+  s->startNs.store(state == OpState::kQueued ? 0 : now, std::memory_order_relaxed);
   s->endNs.store(0, std::memory_order_relaxed);
   if (!peers.empty()) {  // send/recv only: collectives show defaultPeers_
     std::lock_guard<std::mutex> lock(textMu_);
@@ -116,7 +129,7 @@ OpTicket FlightRecorder::enqueued(const OpDescriptor& op, std::string_view peers
     peers_[t.id % capacity_].assign(peers);
   }
   s->customPeers.store(!peers.empty(), std::memory_order_relaxed);
-  s->stamp.store(stampOf(t.id, OpState::kQueued), std::memory_order_release);
+  s->stamp.store(stampOf(t.id, state), std::memory_order_release);
   return t;
 }
 

@@ -74,6 +74,10 @@ class FlightRecorder {
   // Empty `peers` means defaultPeers (no copy, no lock).
   OpTicket enqueued(const OpDescriptor& op, std::string_view peers, int64_t nowNs);
   void started(uint64_t id, int64_t nowNs);
+  // enqueued() + started() + chose() in one record, for an operation that
+  // runs at once on the enqueuing thread with its algorithm already known
+  // (the blocking path, comm_blocking.cc); its phase is data movement.
+  OpTicket startedNow(const OpDescriptor& op, int64_t nowNs, const char* algorithm, const char* protocol);
   // `algorithm` and `protocol` must be static strings (names from tables):
   // only the pointers are kept.
   void chose(uint64_t id, const char* algorithm, const char* protocol);
@@ -92,6 +96,9 @@ class FlightRecorder {
  private:
   struct Slot;
   Slot* slotOf(uint64_t id) const;
+  // Numbers the operation and fills its slot, published in `state`.
+  OpTicket record(const OpDescriptor& op, std::string_view peers, int64_t nowNs, OpState state,
+                  const char* algorithm, const char* protocol);
   // Moves the slot of `id` to `state` unless it was reused; false then.
   bool advance(Slot& slot, uint64_t id, OpState state);
 

@@ -14,24 +14,28 @@ namespace loom {
 
 namespace {
 
-// The coarse clock plus one tick: never earlier than Clock::now(), a few ns
-// instead of ~25 here. Falls back to the precise clock if the tick is unknown
-// or too coarse to be worth it.
-Clock::time_point coarseNowRoundedUp() {
+// A coarse clock reading plus one tick: never earlier than Clock::now() at
+// the reading, a few ns instead of ~25 here. Falls back to the precise clock
+// if the tick is unknown or too coarse to be worth it.
+Clock::time_point roundedUp(int64_t coarseNowNanos) {
   const int64_t tick = coarseTickNanos();
   if (tick < 0 || tick > 10'000'000) return Clock::now();
-  const auto sinceEpoch = std::chrono::nanoseconds(coarseMonotonicNanos() + tick);
+  const auto sinceEpoch = std::chrono::nanoseconds(coarseNowNanos + tick);
   return Clock::time_point(std::chrono::duration_cast<Clock::duration>(sinceEpoch));
 }
 
 }  // namespace
 
 Deadline Deadline::after(double seconds) {
-  if (!(seconds < 1e9)) return never();
-  auto delta = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
   // Every call takes a LOOM_TIMEOUT deadline (minutes), where a tick (<= 10 ms,
   // rounded up: never early) is noise; shorter ones need the precise clock.
-  if (seconds >= 1.0) return {coarseNowRoundedUp() + delta};
+  return afterCoarse(seconds >= 1.0 && seconds < 1e9 ? coarseMonotonicNanos() : 0, seconds);
+}
+
+Deadline Deadline::afterCoarse(int64_t coarseNowNanos, double seconds) {
+  if (!(seconds < 1e9)) return never();
+  auto delta = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+  if (seconds >= 1.0) return {roundedUp(coarseNowNanos) + delta};
   return {Clock::now() + delta};
 }
 

@@ -22,6 +22,9 @@ struct Deadline {
   Clock::time_point at = Clock::time_point::max();
 
   static Deadline after(double seconds);
+  // The same from a coarse clock reading the caller already took
+  // (coarseMonotonicNanos()); it takes the precise clock below a second.
+  static Deadline afterCoarse(int64_t coarseNowNanos, double seconds);
   static Deadline never() { return {}; }
   bool expired() const { return Clock::now() >= at; }
   // Milliseconds left, clamped to [0, cap].

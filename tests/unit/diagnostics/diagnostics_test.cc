@@ -256,6 +256,54 @@ TEST(FlightRecorder, AbortDumpListsTheCollectivesRun) {
   removeTree(dir);
 }
 
+// Blocking calls run on the caller's thread, recorded in one step
+// (comm_blocking.cc), unless queued work is ahead of them: either way the
+// record keeps call order, and every entry has its times and algorithm.
+TEST(FlightRecorder, BlockingCallsAroundQueuedOnesAreRecordedInCallOrder) {
+  const std::string dir = makeTempDir();
+  ScopedEnv env({{"LOOM_DUMP_DIR", dir}, {"LOOM_CHECK", "0"}});
+  constexpr size_t kLarge = 1 << 16;
+  runThreads(
+      2,
+      [&](int rank, loomComm_t comm) {
+        loomStream_t stream = nullptr;
+        ASSERT_EQ(loomStreamCreate(&stream), loomSuccess);
+        std::vector<float> small(4, static_cast<float>(rank + 1)), sum(4, 0.0f);
+        std::vector<float> large(kLarge, 1.0f), largeSum(kLarge, 0.0f);
+        EXPECT_EQ(loomAllReduce(small.data(), sum.data(), 4, loomFloat32, loomSum, comm, nullptr), loomSuccess);
+        EXPECT_EQ(loomAllReduce(large.data(), largeSum.data(), kLarge, loomFloat32, loomSum, comm, stream),
+                  loomSuccess);
+        // In place on the first result: 3 + 3 on both ranks.
+        EXPECT_EQ(loomAllReduce(sum.data(), sum.data(), 4, loomFloat32, loomSum, comm, nullptr), loomSuccess);
+        EXPECT_EQ(loomStreamSynchronize(stream), loomSuccess);
+        EXPECT_EQ(sum, std::vector<float>(4, 6.0f));
+        EXPECT_EQ(largeSum, std::vector<float>(kLarge, 2.0f));
+        EXPECT_EQ(loomStreamDestroy(stream), loomSuccess);
+        EXPECT_EQ(loomCommAbort(comm), loomSuccess);
+      },
+      /*destroy=*/false);
+  for (int r = 0; r < 2; ++r) {
+    const std::string dump = dumpOfRank(dir, r);
+    const size_t op0 = dump.find("op 0 allreduce count=4 float sum seq=0: state=done algo=");
+    const size_t op1 = dump.find("op 1 allreduce count=65536 float sum seq=1: state=done algo=");
+    const size_t op2 = dump.find("op 2 allreduce count=4 float sum seq=2: state=done algo=");
+    ASSERT_NE(op0, std::string::npos) << dump;
+    ASSERT_NE(op1, std::string::npos) << dump;
+    ASSERT_NE(op2, std::string::npos) << dump;
+    EXPECT_LT(op0, op1) << dump;
+    EXPECT_LT(op1, op2) << dump;
+    // Every entry has its three times and an algorithm ("-" means missing).
+    for (size_t at : {op0, op1, op2}) {
+      const std::string line = dump.substr(at, dump.find('\n', at) - at);
+      EXPECT_EQ(line.find("algo=-"), std::string::npos) << line;
+      EXPECT_EQ(line.find("=-"), std::string::npos) << line;
+      EXPECT_NE(line.find("ended="), std::string::npos) << line;
+    }
+    EXPECT_NE(dump.find("=> idle"), std::string::npos) << dump;
+  }
+  removeTree(dir);
+}
+
 TEST(FlightRecorder, TimeoutDumpShowsTheStuckCollectiveAndKeepsTheLastEntries) {
   const std::string dir = makeTempDir();
   ScopedEnv env({{"LOOM_DUMP_DIR", dir}, {"LOOM_TIMEOUT", "1"}, {"LOOM_FLIGHT_RECORDER_ENTRIES", "4"},
