@@ -43,6 +43,7 @@ ShmBulletin::ShmBulletin(int selfRank, std::vector<BulletinView> views)
   // Fresh buffers are zero (flag 0, never valid): as good as a full write
   // in the first round that uses each.
   for (uint32_t b = 0; b < kBulletinBuffers; ++b) fullWrite_[b] = b;
+  for (int r = 0; r < n; ++r) peers_ += r != selfRank_ && views_[r].control != nullptr ? 1 : 0;
 }
 
 Status ShmBulletin::post(const void* data, size_t bytes) {
@@ -85,8 +86,7 @@ Status ShmBulletin::post(const void* data, size_t bytes) {
   }
   own.control->posted.notify();
   rounds_ = round + 1;
-  for (const BulletinView& v : views_) unread_ += v.control != nullptr ? 1 : 0;
-  --unread_;  // not our own
+  unread_ = peers_;
   return Status::ok();
 }
 

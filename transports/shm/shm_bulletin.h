@@ -51,6 +51,7 @@ class ShmBulletin final : public Bulletin {
   std::vector<BulletinView> views_;
   uint64_t rounds_ = 0;          // rounds posted; the current one is rounds_ - 1
   int unread_ = 0;               // peers not yet read in the current round
+  int peers_ = 0;                // views with a bulletin, other than our own
   std::vector<uint64_t> readIn_; // per rank: 1 + the last round read from it (0: none)
   uint64_t fullWrite_[kBulletinBuffers];        // per buffer: the last round that wrote all its lines
   Status misuse_;
