@@ -12,6 +12,7 @@
 #include "comm/transport_policy.h"
 #include "comm/transport_registry.h"
 #include "algorithms/registry.h"
+#include "common/asymmetric_fence.h"
 #include "common/clock.h"
 #include "common/format.h"
 #include "kernels/reduce.h"
@@ -56,6 +57,10 @@ Result<std::unique_ptr<Communicator>> Communicator::create(const bootstrap::Uniq
   if (timeoutSeconds > 0) config.timeoutSeconds = timeoutSeconds;
   std::unique_ptr<Communicator> comm(new Communicator(std::move(config), rank, nranks, &warnings));
   for (const auto& w : warnings) LOOM_WARN(comm->log_, kSubsysEnv, "%s", w.c_str());
+  // From here on this process's writers leave WaitSignal's fence to sleepers.
+  const bool asymmetric = asymmetric_fence::enable();
+  LOOM_INFO(comm->log_, kSubsysInit, "wake-ups: %s", asymmetric ? "sleepers fence for writers (membarrier)"
+                                                                 : "writers fence (no membarrier here)");
   LOOM_TRY(comm->connectPeers(id).withContext(strprintf("init of rank %d of %d: ", rank, nranks)));
   topology::logTopologyOnce(comm->log_);
   comm->diag_ = std::make_unique<Diagnostics>(comm->config_, rank, nranks,
@@ -316,9 +321,13 @@ Status Communicator::noAlgorithmFor(const algo::CollArgs& args) {
   return status;
 }
 
-void Communicator::noteAlgorithm(const algo::AlgorithmInfo& algorithm, transport::Protocol proto) {
+int Communicator::algorithmRecord(const algo::AlgorithmInfo& algorithm, transport::Protocol proto) {
   const auto index = static_cast<int>(&algorithm - algo::allAlgorithms().data());
-  lastAlgorithm_.store(index * transport::kNumProtocols + static_cast<int>(proto), std::memory_order_relaxed);
+  return index * transport::kNumProtocols + static_cast<int>(proto);
+}
+
+void Communicator::noteAlgorithm(const algo::AlgorithmInfo& algorithm, transport::Protocol proto) {
+  lastAlgorithm_.store(algorithmRecord(algorithm, proto), std::memory_order_relaxed);
 }
 
 Status Communicator::algorithmFailed(Status status, const algo::CollArgs& args, const algo::AlgorithmInfo& algorithm,
@@ -347,10 +356,7 @@ bool Communicator::contextFor(transport::Protocol proto, const WaitContext& wait
 
 tuner::Choice Communicator::chooseAlgorithm(const algo::CollArgs& args, const WaitContext& wait) {
   ChoiceMemo& m = choiceMemo_;
-  const bool inPlace = args.sendbuf == args.recvbuf;
-  if (m.valid && m.type == args.type && m.count == args.count && m.dtype == args.dtype && m.op == args.op &&
-      m.root == args.root && m.inPlace == inPlace)
-    return m.choice;
+  if (m.matches(args)) return m.choice;
   // One context per protocol the communicator has links for; the tuner picks
   // the algorithm and the protocol together.
   algo::AlgoContext ctxs[transport::kNumProtocols];
@@ -358,7 +364,17 @@ tuner::Choice Communicator::chooseAlgorithm(const algo::CollArgs& args, const Wa
   for (int p = 0; p < transport::kNumProtocols; ++p)
     if (contextFor(static_cast<transport::Protocol>(p), wait, &ctxs[p])) available[static_cast<size_t>(p)] = &ctxs[p];
   const tuner::Choice choice = tuner_->choose(args, available);
-  m = {choice.algorithm != nullptr, args.type, args.count, args.dtype, args.op, args.root, inPlace, choice};
+  m.valid = choice.algorithm != nullptr;
+  m.type = args.type;
+  m.count = args.count;
+  m.dtype = args.dtype;
+  m.op = args.op;
+  m.root = args.root;
+  m.inPlace = args.sendbuf == args.recvbuf;
+  m.choice = choice;
+  m.hasContext = m.valid && contextFor(choice.proto, wait, &m.context);
+  m.context.progress = diag_->progress();
+  m.algorithmRecord = m.valid ? algorithmRecord(*choice.algorithm, choice.proto) : -1;
   return choice;
 }
 

@@ -136,6 +136,7 @@ class Communicator {
   // to an algorithm's failure (recorded as the communicator's error).
   Status noAlgorithmFor(const algo::CollArgs& args);
   void noteAlgorithm(const algo::AlgorithmInfo& algorithm, transport::Protocol proto);
+  static int algorithmRecord(const algo::AlgorithmInfo& algorithm, transport::Protocol proto);
   Status algorithmFailed(Status status, const algo::CollArgs& args, const algo::AlgorithmInfo& algorithm,
                          transport::Protocol proto);
   // The context an algorithm runs in over `proto`'s links; false if the
@@ -174,6 +175,17 @@ class Communicator {
     int root = 0;
     bool inPlace = false;
     tuner::Choice choice;
+    // The context of choice.proto's links, progress counter included, and
+    // lastAlgorithm_'s value for the choice: runBlocking() only sets the
+    // deadline. hasContext is false where the links are missing.
+    bool hasContext = false;
+    algo::AlgoContext context;
+    int algorithmRecord = -1;
+
+    bool matches(const algo::CollArgs& args) const {
+      return valid && type == args.type && count == args.count && dtype == args.dtype && op == args.op &&
+             root == args.root && inPlace == (args.sendbuf == args.recvbuf);
+    }
   } choiceMemo_;
   // Whether blocking calls may take runBlocking(): not with LOOM_CHECK, the
   // trace, per-call trace logging or device memory, which need execute()'s

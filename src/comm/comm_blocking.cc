@@ -26,15 +26,16 @@ bool Communicator::tryRunBlocking(const algo::CollArgs& args, Status* status) {
 Status Communicator::runBlocking(const algo::CollArgs& args) {
   // One clock read serves the deadline and the flight recorder's start.
   const int64_t now = coarseMonotonicNanos();
-  const WaitContext wait = makeWait(now);
-  const tuner::Choice choice = chooseAlgorithm(args, wait);
-  algo::AlgoContext ctx;
-  if (!choice.algorithm || !contextFor(choice.proto, wait, &ctx)) return noAlgorithmFor(args);
+  // A loop repeats one call: the memo has its algorithm and context ready.
+  if (!choiceMemo_.matches(args)) (void)chooseAlgorithm(args, makeWait(now));
+  if (!choiceMemo_.hasContext) return noAlgorithmFor(args);
+  algo::AlgoContext ctx = choiceMemo_.context;
+  ctx.wait.deadline = Deadline::afterCoarse(now, config_.timeoutSeconds);
+  const tuner::Choice choice = choiceMemo_.choice;
   const algo::AlgorithmInfo& algorithm = *choice.algorithm;
-  noteAlgorithm(algorithm, choice.proto);
+  lastAlgorithm_.store(choiceMemo_.algorithmRecord, std::memory_order_relaxed);
   const OpTicket ticket =
       diag_->startedNow(OpDescriptor::of(args), algorithm.name, transport::protocolName(choice.proto), now);
-  ctx.progress = diag_->progress();
   Status status = algorithm.run(args, ctx);
   if (!status.isOk()) status = algorithmFailed(std::move(status), args, algorithm, choice.proto);
   diag_->finished(ticket, status);

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <string>
 
+#include "common/asymmetric_fence.h"
 #include "common/status.h"
 
 namespace loom {
@@ -55,9 +56,14 @@ struct WaitSignal {
   // either the waiter sees the data or the writer sees the sleeper, bumps
   // seq (the futex word the sleeper compares) and wakes it. With nobody
   // asleep (the common case: waiters spin first) the writer touches no
-  // shared word: no read-modify-write bouncing a cache line per chunk.
+  // shared word: no read-modify-write bouncing a cache line per chunk. In a
+  // registered process the sleeper's barrier stands in for the writer's
+  // fence (common/asymmetric_fence.h).
   void notify() {
-    fullFence();
+    if (asymmetric_fence::writersSkipFence())
+      std::atomic_signal_fence(std::memory_order_seq_cst);  // the compiler keeps the order
+    else
+      fullFence();
     if (sleepers.load(std::memory_order_relaxed) != 0) {
       seq.fetch_add(1, std::memory_order_seq_cst);
       wakeAll();
@@ -151,8 +157,10 @@ Status waitUntil(Ready&& ready, WaitSignal* signal, const WaitContext& ctx, What
     int ms = ctx.deadline.remainingMillis(signal ? 20 : 1);
     if (signal) {
       signal->sleepers.fetch_add(1, std::memory_order_seq_cst);
-      std::atomic_thread_fence(std::memory_order_seq_cst);  // pairs with notify()'s fence
-      if (!ready()) signal->sleep(seen, ms < 1 ? 1 : ms);
+      // Pairs with notify()'s fence, or stands in for it. Without it a
+      // wake-up may be missed: sleep in 1 ms slices then.
+      const bool paired = asymmetric_fence::sleeperBarrier();
+      if (!ready()) signal->sleep(seen, paired && ms > 1 ? ms : 1);
       signal->sleepers.fetch_sub(1, std::memory_order_seq_cst);
     } else {
       WaitSignal local;
