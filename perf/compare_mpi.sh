@@ -22,9 +22,13 @@
 # ranks and <= 1.0 at 4 ranks, 64 MiB busbw Loom/MPI >= 1.5, and a 64 MiB
 # memory-bound share >= 60%.
 #
-# Sizes up to 8 KiB run separately with SMALL_ITERS (2000) after SMALL_WARMUP (500).
-# Environment knobs: REPS (5), ITERS (20), WARMUP (5), RANKS ("2 4"), DTYPE (float),
-# OP (sum), MPIRUN_ARGS (extra mpirun flags).
+# Sizes up to 8 KiB run separately with SMALL_ITERS (2000) after SMALL_WARMUP (500),
+# SMALL_REPS times (15): such a run lasts a few milliseconds, and this machine
+# switches between states that last seconds (2 ranks at 8 B: 0.15, 0.23 or
+# 0.45 us a call, for both libraries), so a median of 5 short runs is mostly
+# a draw of states; the extra runs alternate the two libraries like the rest.
+# Environment knobs: REPS (5), SMALL_REPS (15), ITERS (20), WARMUP (5), RANKS ("2 4"),
+# DTYPE (float), OP (sum), MPIRUN_ARGS (extra mpirun flags).
 #
 # Open MPI 4.1 is run on loopback shared memory only: --mca btl self,vader,
 # --bind-to none (loomrun does not pin either), --oversubscribe (4 ranks on
@@ -38,6 +42,7 @@ iters=${ITERS:-20}
 warmup=${WARMUP:-5}
 small_iters=${SMALL_ITERS:-2000}
 small_warmup=${SMALL_WARMUP:-500}
+small_reps=${SMALL_REPS:-15}
 ranks_list=${RANKS:-"2 4"}
 dtype=${DTYPE:-float}
 op=${OP:-sum}
@@ -66,9 +71,13 @@ trap 'rm -rf "$work"' EXIT
 
 common=(-d "$dtype" -o "$op" -n "$iters" -w "$warmup" -a 1)
 
-# run_tool LIBRARY NRANKS REP: appends the tool's table rows to $work/LIBRARY.NRANKS.REP
+small_range="-b 8 -e 8K -f 4"
+all_ranges=("$small_range" "-b 32K -e 32M -f 4" "-b 64M -e 64M")
+
+# run_tool LIBRARY NRANKS REP RANGE...: appends the tool's table rows to $work/LIBRARY.NRANKS.REP
 run_tool() {
   local library=$1 n=$2 rep=$3 check=0 out=$work/$1.$2.$3
+  shift 3
   [[ $rep -eq 1 ]] && check=1
   # -z 1: blocking calls on Loom's NULL stream, like MPI_Allreduce.
   local launcher=("$bin/loomrun" -n "$n" --no-tag-output "$bin/all_reduce_perf" -z 1)
@@ -78,9 +87,9 @@ run_tool() {
   # row of a run still measures that (Open MPI's 8 B: 1.7 us at -w 5, 0.55 us
   # at -w 100), which would decide the latency comparison.
   local small=(-n "$small_iters" -w "$small_warmup")
-  for range in "-b 8 -e 8K -f 4" "-b 32K -e 32M -f 4" "-b 64M -e 64M"; do
+  for range in "$@"; do
     local counts=("${common[@]}")
-    [[ $range == "-b 8 -e 8K -f 4" ]] && counts=("${common[@]}" "${small[@]}")
+    [[ $range == "$small_range" ]] && counts=("${common[@]}" "${small[@]}")
     # shellcheck disable=SC2086  # $range holds several flags
     if ! "${launcher[@]}" $range -c "$check" "${counts[@]}" >"$out.log" 2>&1; then
       echo "compare_mpi.sh: $library with $n ranks failed (repetition $rep):" >&2
@@ -93,20 +102,23 @@ run_tool() {
 }
 
 echo "# Loom vs Open MPI all-reduce on $(hostname) ($(nproc) cores), $dtype $op, out-of-place"
-echo "# median of $reps runs; each run: -n $iters timed iterations after -w $warmup, time averaged over ranks;"
+echo "# median of $reps runs (sizes up to 8 KiB: $small_reps runs of -n $small_iters after -w $small_warmup);"
+echo "# each run: -n $iters timed iterations after -w $warmup, time averaged over ranks;"
 echo "# busbw (GB/s) = size / median time x 2(n-1)/n; both sides make blocking calls (Loom: -z 1, NULL stream)"
 echo "# time ratio = MPI time / Loom time and busbw ratio = Loom busbw / MPI busbw: > 1 means Loom is faster"
 [[ $have_mpi -eq 0 ]] && echo "# Open MPI baseline unavailable: $mpi_missing; showing Loom alone"
 
 for n in $ranks_list; do
-  for ((rep = 1; rep <= reps; ++rep)); do
-    run_tool loom "$n" "$rep"
-    [[ $have_mpi -eq 1 ]] && run_tool mpi "$n" "$rep"
+  for ((rep = 1; rep <= reps || rep <= small_reps; ++rep)); do
+    ranges=("${all_ranges[@]}")
+    ((rep > reps)) && ranges=("$small_range")
+    run_tool loom "$n" "$rep" "${ranges[@]}"
+    [[ $have_mpi -eq 1 ]] && run_tool mpi "$n" "$rep" "${ranges[@]}"
   done
 done
 
-python3 - "$work" "$reps" "$have_mpi" $ranks_list <<'PY'
-import statistics, sys
+python3 - "$work" "$((reps > small_reps ? reps : small_reps))" "$have_mpi" $ranks_list <<'PY'
+import os, statistics, sys
 work, reps, have_mpi, ranks = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1", sys.argv[4:]
 
 def load(library, n):
@@ -119,7 +131,7 @@ def load(library, n):
     nccl-tests' 13 columns; the share is there when the run measured it."""
     times, wrong, shares, algos = {}, {}, {}, {}
     factor = 2 * (int(n) - 1) / int(n)
-    for rep in range(1, reps + 1):
+    for rep in range(1, reps + 1):  # runs beyond REPS hold the small sizes only
         with open(f"{work}/{library}.{n}.{rep}") as f:
             for line in f:
                 cols = line.split()
@@ -143,6 +155,8 @@ def streams(library, n):
     """The stream bandwidths (GB/s) the runs measured."""
     found = []
     for rep in range(1, reps + 1):
+        if not os.path.exists(f"{work}/{library}.{n}.{rep}.streams"):
+            continue
         with open(f"{work}/{library}.{n}.{rep}.streams") as f:
             found += [float(line.split()[3]) for line in f if line.startswith("# Stream bandwidth:")]
     return found
