@@ -46,6 +46,11 @@ Result<std::unique_ptr<UcxWorker>> UcxWorker::open(size_t estimatedPeers, int ra
                rank, ucxStatusText(st).c_str());
   std::unique_ptr<ucp_config_t, ConfigRelease> config(raw);
   if (!std::getenv("UCX_KEEPALIVE_INTERVAL")) (void)ucp_config_modify(config.get(), "KEEPALIVE_INTERVAL", kKeepaliveInterval);
+  // No registration cache: creating it installs libucm's mmap hooks, and
+  // UCX 1.13's install deadlocked in ucm_event_enter_exclusive in about one
+  // rank start of four on this machine (two forked ranks creating contexts at
+  // once). Loom registers nothing long-lived; UCX_RCACHE_ENABLE overrides.
+  if (!std::getenv("UCX_RCACHE_ENABLE")) (void)ucp_config_modify(config.get(), "RCACHE_ENABLE", "n");
 
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED | UCP_PARAM_FIELD_ESTIMATED_NUM_EPS;
