@@ -86,13 +86,8 @@ run_asan() {
   # each instrumented run 5-20 s; the regular ctest job runs them all).
   local asan_excluded='^(integration\.|torch\.|ddp\.resume\.)'
   asan_excluded+='|^WorldsAndChunks/.*/n([6-9]|[1-9][0-9])_|^Matrix/TreeTest\..*/\(([6-9]|1[0-9]),'
-  # A test that fails runs once more (as in run_ctest.sh; its first failure
-  # stays in the log): FlightRecorder.SignalDumpsEveryRankAndTraceSurvivesExitWithoutDestroy
-  # forks ranks while the parent runs the bootstrap root thread, and under
-  # ASan a rank sometimes neither dumps nor exits (1 run in 16 before the
-  # blocking short path, about 1 in 3 after; not yet understood).
   timed "asan unit tests" ctest --test-dir "$ASAN_DIR/tests" -E "$asan_excluded" -j "$JOBS" \
-    --output-on-failure --timeout 600 --repeat until-pass:2
+    --output-on-failure --timeout 600
   timed "asan integration" ctest --test-dir "$ASAN_DIR/tests/sanitizers" -j "$JOBS" --output-on-failure -L sanitize_asan
 }
 

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -99,15 +100,62 @@ volatile int inForkedRank = 0;
 // children (the parent, and the ranks of the thread-mode tests, are checked).
 extern "C" int __lsan_is_turned_off() { return inForkedRank; }
 
+namespace {
+// Threads of this process other than the caller (from /proc/self/task).
+int otherThreads() {
+  int tasks = 0;
+  if (DIR* d = ::opendir("/proc/self/task")) {
+    while (dirent* e = ::readdir(d))
+      if (e->d_name[0] != '.') ++tasks;
+    ::closedir(d);
+  }
+  return tasks > 0 ? tasks - 1 : 0;
+}
+}  // namespace
+
+// Rank 0 makes the unique id after the fork and hands it to the others
+// through pipes, as a launcher's rank 0 would: if this process made it, the
+// bootstrap root thread would be running here while the children are forked,
+// and a child copies whatever that thread holds at that instant (a malloc or
+// sanitizer lock, half-built state) with no thread left to release it.
 std::vector<pid_t> forkRanks(int n, const std::function<int(int, loomComm_t)>& body) {
-  loomUniqueId id;
-  if (loomGetUniqueId(&id) != loomSuccess) std::abort();
+  if (const int others = otherThreads(); others > 0)
+    std::fprintf(stderr, "forkRanks: %d other thread(s) running in the test process at fork\n", others);
+  std::vector<std::array<int, 2>> idPipes(static_cast<size_t>(n), {-1, -1});
+  for (int r = 1; r < n; ++r)
+    if (::pipe(idPipes[static_cast<size_t>(r)].data()) != 0) std::abort();
   std::vector<pid_t> pids;
   std::fflush(nullptr);
   for (int r = 0; r < n; ++r) {
     const pid_t pid = ::fork();
     if (pid == 0) {
       inForkedRank = 1;
+      // Keep only this rank's ends, so that a rank waiting for its id reads
+      // end of file if rank 0 dies first.
+      for (int peer = 1; peer < n; ++peer) {
+        auto& ends = idPipes[static_cast<size_t>(peer)];
+        ::close(r == 0 ? ends[0] : ends[1]);
+        if (r != 0 && peer != r) ::close(ends[0]);
+      }
+      loomUniqueId id;
+      if (r == 0) {
+        if (loomGetUniqueId(&id) != loomSuccess) {
+          std::fprintf(stderr, "rank 0: loomGetUniqueId: %s\n", loomGetLastError(nullptr));
+          ::_exit(91);
+        }
+        for (int peer = 1; peer < n; ++peer) {
+          const int fd = idPipes[static_cast<size_t>(peer)][1];
+          if (::write(fd, &id, sizeof id) != static_cast<ssize_t>(sizeof id)) ::_exit(92);
+          ::close(fd);
+        }
+      } else {
+        const int fd = idPipes[static_cast<size_t>(r)][0];
+        if (::read(fd, &id, sizeof id) != static_cast<ssize_t>(sizeof id)) {
+          std::fprintf(stderr, "rank %d: no unique id from rank 0\n", r);
+          ::_exit(93);
+        }
+        ::close(fd);
+      }
       loomComm_t comm = nullptr;
       if (loomCommInitRank(&comm, n, id, r) != loomSuccess) {
         std::fprintf(stderr, "rank %d: loomCommInitRank: %s\n", r, loomGetLastError(nullptr));
@@ -117,6 +165,11 @@ std::vector<pid_t> forkRanks(int n, const std::function<int(int, loomComm_t)>& b
     }
     pids.push_back(pid);
   }
+  // Closing the parent's write ends lets a rank waiting for its id see end of
+  // file (and exit) if rank 0 dies before writing it.
+  for (auto& ends : idPipes)
+    for (int fd : ends)
+      if (fd >= 0) ::close(fd);
   return pids;
 }
 

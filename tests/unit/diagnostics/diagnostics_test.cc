@@ -119,7 +119,9 @@ TEST_P(LoomCheckMismatch, FailsEveryRankWithTheSameMessageAndWritesNothing) {
   const int n = static_cast<int>(tc.calls.size());
   std::vector<loomResult_t> results(static_cast<size_t>(n), loomSuccess), after(results);
   std::vector<std::string> messages(static_cast<size_t>(n));
-  std::vector<bool> untouched(static_cast<size_t>(n), false);
+  // One char per rank, not vector<bool>: ranks are threads writing their own
+  // entries at once, and vector<bool> packs them into shared words.
+  std::vector<char> untouched(static_cast<size_t>(n), 0);
   const auto start = std::chrono::steady_clock::now();
   runThreads(n, [&](int rank, loomComm_t comm) {
     std::vector<unsigned char> send(kBufferBytes, 0x11), recv(kBufferBytes, 0xAB);

@@ -205,10 +205,13 @@ struct RankOutcome {
   std::string message;
 };
 
+// Rank 0 makes the unique id after the fork and pipes it to rank 1, so this
+// process runs no bootstrap root thread while it forks (a child would copy
+// whatever lock that thread held at that instant).
 std::vector<RankOutcome> initTwoHostRanks(const std::vector<std::pair<const char*, const char*>>& env) {
-  loomUniqueId id;
-  EXPECT_EQ(loomGetUniqueId(&id), loomSuccess) << loomGetLastError(nullptr);
   std::vector<RankOutcome> out(2);
+  int idPipe[2];
+  if (pipe(idPipe) != 0) return out;
   std::vector<pid_t> pids;
   std::vector<int> readEnds;
   for (int rank = 0; rank < 2; ++rank) {
@@ -217,6 +220,18 @@ std::vector<RankOutcome> initTwoHostRanks(const std::vector<std::pair<const char
     const pid_t pid = fork();
     if (pid == 0) {
       close(fds[0]);
+      for (int fd : readEnds) close(fd);
+      loomUniqueId id;
+      if (rank == 0) {
+        close(idPipe[0]);
+        if (loomGetUniqueId(&id) != loomSuccess || write(idPipe[1], &id, sizeof id) != static_cast<ssize_t>(sizeof id))
+          _exit(4);
+        close(idPipe[1]);
+      } else {
+        close(idPipe[1]);
+        if (read(idPipe[0], &id, sizeof id) != static_cast<ssize_t>(sizeof id)) _exit(5);
+        close(idPipe[0]);
+      }
       setenv("LOOM_HOST_ID", rank == 0 ? "policy-host-a" : "policy-host-b", 1);
       setenv("LOOM_TIMEOUT", "20", 1);
       for (const auto& [k, v] : env) setenv(k, v, 1);
@@ -231,6 +246,8 @@ std::vector<RankOutcome> initTwoHostRanks(const std::vector<std::pair<const char
     pids.push_back(pid);
     readEnds.push_back(fds[0]);
   }
+  close(idPipe[0]);
+  close(idPipe[1]);
   for (int rank = 0; rank < 2; ++rank) {
     std::string text;
     char buf[512];
