@@ -134,6 +134,20 @@ def read(paths):
                 rows[int(line.split()[0])] = line
     return head, rows, notes, ran
 
+def choice_ratio(head, row, ran_line):
+    """Time of the forced column that ran exactly what auto ran, over the best time; None if none did."""
+    names = head.lstrip("#").split()[1:]            # size(B) excluded: ring tree ... auto "auto ran" ...
+    cols = names[:names.index("auto") + 1]
+    fields = row.split()
+    times = dict(zip(cols, fields[1:1 + len(cols)]))
+    ran_by = dict(item.split("=", 1) for item in ran_line.split(":", 1)[-1].split() if "=" in item)
+    best = fields[1 + len(cols) + 1]                # after the times: auto ran, best time, best is, ratio
+    auto_ran = ran_by.get("auto")
+    if auto_ran is None or not re.fullmatch(r"[0-9.]+", best):
+        return None
+    same = [times[c] for c in cols if c != "auto" and ran_by.get(c) == auto_ran and re.fullmatch(r"[0-9.]+", times[c])]
+    return min(float(t) for t in same) / float(best) if same else None
+
 def key(p):
     return int(re.search(r"\.([0-9]+)\.log$", p).group(1))
 
@@ -144,8 +158,8 @@ lines = [f"## {n} ranks (processes): all-reduce, interleaved --algos runs, media
 if head is None:
     lines.append("# no table: every run failed")
 else:
-    lines.append(head + f" {'re-measured':>12}")
-    worst, worst_confirmed = (0.0, None), (0.0, None)
+    lines.append(head + f" {'re-measured':>12} {'choice/best':>12}")
+    worst, worst_confirmed, worst_choice = (0.0, None), (0.0, None), (0.0, None)
     for size in sorted(rows):
         row = rows[size]
         ratio = row.split()[-1]
@@ -157,12 +171,25 @@ else:
             r2 = again[size].split()[-1]
             extra = f" {r2:>12}"
             confirmed = float(r2) if re.fullmatch(r"[0-9.]+", r2) else confirmed
+        else:
+            extra = f" {'':>12}"
         if confirmed is not None and confirmed > worst_confirmed[0]:
             worst_confirmed = (confirmed, size)
+        # The tuner's choice, timed as a forced algorithm (see the note below).
+        use_again = size in again and size in again_ran
+        c = choice_ratio(head, (again if use_again else rows)[size], (again_ran if use_again else ran).get(size, ""))
+        extra += f" {c:>12.3f}" if c is not None else f" {'n/a':>12}"
+        if c is not None and c > worst_choice[0]:
+            worst_choice = (c, size)
         lines.append(row + extra)
     lines.append(f"# worst auto/best: {worst[0]:.3f} at {worst[1]} B")
     lines.append(f"# worst auto/best, re-measured where above {threshold}: {worst_confirmed[0]:.3f} at "
                  f"{worst_confirmed[1]} B ({recheck_reps} rounds alone)")
+    lines.append(f"# worst choice/best: {worst_choice[0]:.3f} at {worst_choice[1]} B (re-measured rows where there are)")
+    lines.append("# choice/best: the time of the forced algorithm that ran what auto ran (same algorithm and"
+                 " protocol), over the best; it rates the tuner's choice apart from the difference between"
+                 " two communicators that run the same code (auto/best includes that: which communicator is"
+                 " created last, say, moves its time by up to 10-20% at small sizes)")
     final = [(again.get(size) or rows[size]).split() for size in sorted(rows)]
     final = [f for f in final if re.fullmatch(r"[0-9.]+", f[-1])]
     same = sum(f[-4] == f[-2] for f in final)

@@ -10,9 +10,11 @@
 // perf/auto_vs_forced.sh: every algorithm and protocol timed in turn in the
 // same processes, medians of 7-15 rounds), which compare algorithms far more
 // reliably than separate runs on a busy machine. Resulting choices (float, 256 KiB chunks):
-//   all-reduce 2 ranks: oneshot/LL <= 256 B, oneshot/Simple <= 32 KiB, then tree/Simple
-//   all-reduce 4 ranks: oneshot/LL <= 256 B, oneshot/Simple <= 8 KiB,
-//                       rd/Simple <= 64 KiB, ring/Simple <= 2 MiB, then tree/Simple
+//   all-reduce 2 ranks: oneshot/LL <= 64 B, rd/Simple <= 1 KiB,
+//                       oneshot/Simple <= 64 KiB, rd/Simple <= 256 KiB, then tree/Simple
+//   all-reduce 4 ranks: oneshot/LL <= 256 B, oneshot/Simple <= 2 KiB,
+//                       rd/Simple <= 64 KiB, hd/Simple at 128 KiB,
+//                       ring/Simple <= 32 MiB, then tree/Simple
 //   broadcast, reduce 2 ranks: chain/LL <= 512 B, then chain/Simple
 //   broadcast, reduce 4 ranks: tree/LL <= 1 KiB, tree/Simple <= 8 KiB, then chain/Simple
 // A LOOM_TUNING_FILE written by perf/tune.sh on a quiet machine overrides them.
@@ -50,17 +52,31 @@ const char* const kBuiltinTuningText = R"(
 # and 8-64 MiB and within noise (+-15%, either way) at 512 KiB-4 MiB and
 # 256 MiB, hence its lower alpha. Absolute times of large buffers are
 # underestimated (only the choice matters here).
+#
+# A second machine (AMD EPYC VM, 32 MiB L3; 2026-11-23, each protocol forced,
+# 11 interleaved rounds, two runs in opposite creation orders) moved the
+# small end: LL pays only to 64 B (oneshot/LL 0.52-0.57 us at 8-64 B, but
+# 0.69-0.71 at 256 B where rd/Simple took 0.58-0.59), and at 512 B-1 KiB
+# rd/Simple beat oneshot/Simple by 5-15% (0.54 vs 0.58, 0.48 vs 0.55 us),
+# level at 2 KiB, oneshot ahead from 8 KiB (32 KiB: 6.8 vs 7.3 us); rd/LL
+# lost to rd/Simple from 128 B on (256 B: 0.70 vs 0.59 us). At the large
+# end of one-shot's range, oneshot beat the tree at 64 KiB (10.6 vs 11.4,
+# 11.7 vs 14.2 us), and above it, where one-shot does not apply, rd (one step
+# for the whole vector) beat the tree's two at 128-256 KiB in four runs out of
+# four (128 KiB 18.2 vs 19.6, 18.4 vs 21.5 us; 256 KiB 21.6 vs 26.3, 20.6 vs
+# 24.6 us): hence rd and oneshot cheaper per byte than the tree here.
 allreduce  *        simple  2  1.0   8     8
 allreduce  tree     simple  2  0.9   8     8
-allreduce  rd       simple  2  0.93  12    8
-allreduce  oneshot  simple  2  0.9   12    8
-allreduce  rd       ll      2  0.77  1.34
+allreduce  rd       simple  2  0.85  10    14
+allreduce  oneshot  simple  2  0.9   12    16
+allreduce  rd       ll      2  0.77  0.6
 
 # One-shot over LL goes through the shared-memory bulletin (one post per
 # rank instead of a send per peer; transports/shm/shm_bulletin.h) when every
 # rank has one: interleaved, 2 ranks, against rd/LL 8 B 0.49 vs 0.56 us,
-# 256 B 0.69 vs 0.79, 1 KiB 1.42 vs 1.69, and level with Simple at 512 B.
-allreduce  oneshot  ll      2  0.67  1.5
+# 256 B 0.69 vs 0.79, 1 KiB 1.42 vs 1.69. Its bandwidth here is set low so
+# that rd/Simple takes over above 64 B, as measured on the second machine.
+allreduce  oneshot  ll      2  0.67  0.47
 
 # All-reduce, 4 ranks on 2 cores: the double binary tree was 10-40% faster
 # than the ring from 2 MiB on in 4 of 5 interleaved runs (16 MiB 26 vs 34 ms,
@@ -72,12 +88,29 @@ allreduce  oneshot  ll      2  0.67  1.5
 # a few MiB the ring wins (512 KiB: 1.7 vs 2.5 ms; on a quiet machine, with
 # outputs from 8 MiB written non-temporally: 2 MiB 1.04-1.09 vs 1.30-1.34 ms
 # in two interleaved runs, 8-32 MiB either one ahead by up to 20%, 128 MiB
-# tree 89 vs 103 ms), hence the crossover between 2 and 4 MiB.
-allreduce  tree     simple  4  120   1.25  8
+# tree 89 vs 103 ms). On the second machine the ring led at 8 MiB in all six
+# measurements of three interleaved runs (by 3-30%), at 32 MiB in four of six,
+# and at 128 MiB the two traded places. Hence the crossover near 64 MiB: at
+# 8-32 MiB the ring wins on one machine and ties on the other, and from
+# 128 MiB the tree wins on one and ties on the other.
+allreduce  tree     simple  4  120   1.18  8
+
+# Recursive doubling at 4 ranks, 2 steps against one-shot's 1, but 2 vector
+# copies on the wire against 3: on the second machine rd/Simple beat
+# oneshot/Simple at 8 KiB in three interleaved runs (9.3-11.8 vs 10.3-13.0
+# us) while one-shot kept 2 KiB (6.0 vs 7.1 us): a lower step cost for rd
+# puts the crossover near 3 KiB and leaves rd's upper end (64 KiB) in place.
+allreduce  rd  simple  4  9.6  0.8
 
 # Halving-doubling changes partner every step; at 4 ranks its large-buffer
-# times were 2-10x the ring's (1 MiB: 13.8 ms vs 1.6 ms).
-allreduce  hd  simple  4  15  0.6
+# times were 2-10x the ring's (1 MiB: 13.8 ms vs 1.6 ms). At 128 KiB,
+# though, the ring's 6 lockstep steps cost more than hd's 4: on the second
+# machine the ring was 1.5-1.9x the best there in 4 of 6 interleaved runs,
+# where hd was best in 3 (41.9, 39.5, 53.3 us against the ring's 70.6, 66.5,
+# 80.1) and within 7-22% of the best in the others; from 256 KiB the ring
+# (or the tree) was ahead again. These values make hd the choice at 128 KiB
+# only (96-192 KiB), between rd's range and the ring's.
+allreduce  hd  simple  4  16.8  0.748
 allreduce  hd  simple  8  15  0.6
 
 # Links between hosts ("network" is not an algorithm: multi_host_cost.h uses
