@@ -4,7 +4,8 @@
 #
 # Usage: perf/compare_mpi.sh [BUILD_DIR]      (default: $LOOM_BUILD_DIR, else ./build)
 # Builds nothing: BUILD_DIR/bin must hold loomrun, all_reduce_perf and, for the
-# baseline, mpi_all_reduce_perf.
+# baseline, mpi_all_reduce_perf (and loom_vs_mpi_latency for the last section:
+# the 8 B ratio with both libraries in the same processes).
 #
 # What is reported: for each size, the median over REPS runs of the out-of-place
 # time per all-reduce (each run's time is the mean over -n iterations after -w
@@ -230,3 +231,20 @@ for n, loom, mpi in summary:
     else:
         print(f"{n} ranks: {large >> 20} MiB memory-bound share not measured")
 PY
+
+# The smallest size once more, with both libraries in the same processes
+# (loom_vs_mpi_latency: alternating blocks, ABBA), so that both see the same
+# machine state; the separate runs above can land in different ones.
+paired=$bin/loom_vs_mpi_latency
+if [[ $have_mpi -eq 1 && -x $paired ]]; then
+  echo
+  echo "## 8 B latency, Loom and Open MPI in the same processes ($(basename "$paired"), 40 block pairs of 2000 calls)"
+  for n in $ranks_list; do
+    line=$("${mpirun_cmd[@]}" -np "$n" "$paired" -b 8 -e 8 --blocks 40 --iters 2000 | grep -v '^#')
+    read -r size loom_us mpi_us ratio_median q25 q75 <<<"$line"
+    target=$([[ $n == 2 ]] && echo 0.8 || echo 1.0)
+    verdict=$(python3 -c "print('met' if $ratio_median <= $target else 'MISSED')")
+    echo "$n ranks: $size B loom $loom_us us, mpi $mpi_us us, loom/mpi median of block pairs $ratio_median" \
+      "(quartiles $q25-$q75; target <= $target: $verdict)"
+  done
+fi

@@ -29,9 +29,11 @@ Status Communicator::runBlocking(const algo::CollArgs& args) {
   // A loop repeats one call: the memo has its algorithm and context ready.
   if (!choiceMemo_.matches(args)) (void)chooseAlgorithm(args, makeWait(now));
   if (!choiceMemo_.hasContext) return noAlgorithmFor(args);
-  algo::AlgoContext ctx = choiceMemo_.context;
+  // The memo's own context, not a copy: only the deadline changes per call,
+  // and nothing else reads the memo while this thread holds the executor.
+  algo::AlgoContext& ctx = choiceMemo_.context;
   ctx.wait.deadline = Deadline::afterCoarse(now, config_.timeoutSeconds);
-  const tuner::Choice choice = choiceMemo_.choice;
+  const tuner::Choice& choice = choiceMemo_.choice;
   const algo::AlgorithmInfo& algorithm = *choice.algorithm;
   lastAlgorithm_.store(choiceMemo_.algorithmRecord, std::memory_order_relaxed);
   const OpTicket ticket =

@@ -18,16 +18,17 @@ bool overlaps(const void* a, size_t aBytes, const void* b, size_t bBytes) {
 }  // namespace
 
 Status Communicator::validate(const algo::CollArgs& a) const {
-  const char* coll = algo::collTypeName(a.type);
+  // The collective's name is looked up in the messages, so only a failing
+  // call pays for it (every call passes here).
   LOOM_ENFORCE(isValidDataType(static_cast<int>(a.dtype)), Code::kInvalidArgument,
-               "%s on rank %d: invalid datatype %d (valid: 0..%d)", coll, rank_, static_cast<int>(a.dtype),
+               "%s on rank %d: invalid datatype %d (valid: 0..%d)", algo::collTypeName(a.type), rank_, static_cast<int>(a.dtype),
                kNumDataTypes - 1);
   LOOM_ENFORCE(isValidRedOp(static_cast<int>(a.op)), Code::kInvalidArgument,
-               "%s on rank %d: invalid reduction op %d (valid: 0..%d)", coll, rank_, static_cast<int>(a.op),
+               "%s on rank %d: invalid reduction op %d (valid: 0..%d)", algo::collTypeName(a.type), rank_, static_cast<int>(a.op),
                kNumRedOps - 1);
   const bool rooted = a.type == CollType::kBroadcast || a.type == CollType::kReduce;
   LOOM_ENFORCE(!rooted || (a.root >= 0 && a.root < nranks_), Code::kInvalidArgument,
-               "%s on rank %d: root %d out of range [0, %d)", coll, rank_, a.root, nranks_);
+               "%s on rank %d: root %d out of range [0, %d)", algo::collTypeName(a.type), rank_, a.root, nranks_);
 
   const size_t es = dataTypeSize(a.dtype);
   const bool perRank = a.type == CollType::kReduceScatter || a.type == CollType::kAllGather;
@@ -36,7 +37,7 @@ Status Communicator::validate(const algo::CollArgs& a) const {
   // divisions were a few percent of an 8-byte call.
   size_t total = 0;
   LOOM_ENFORCE(!__builtin_mul_overflow(a.count, es * factor, &total), Code::kInvalidArgument,
-               "%s on rank %d: count %zu of %s overflows the address space", coll, rank_, a.count,
+               "%s on rank %d: count %zu of %s overflows the address space", algo::collTypeName(a.type), rank_, a.count,
                dataTypeName(a.dtype));
   if (a.count == 0) return Status::ok();
 
@@ -45,9 +46,9 @@ Status Communicator::validate(const algo::CollArgs& a) const {
   const bool needSend = a.type != CollType::kBroadcast || isRoot;
   const bool needRecv = a.type != CollType::kReduce || isRoot;
   LOOM_ENFORCE(!needSend || a.sendbuf, Code::kInvalidArgument, "%s on rank %d: sendbuff is NULL with count %zu",
-               coll, rank_, a.count);
+               algo::collTypeName(a.type), rank_, a.count);
   LOOM_ENFORCE(!needRecv || a.recvbuf, Code::kInvalidArgument, "%s on rank %d: recvbuff is NULL with count %zu",
-               coll, rank_, a.count);
+               algo::collTypeName(a.type), rank_, a.count);
 
   // Buffers may coincide only at NCCL's in-place positions; any other overlap
   // would be read after being overwritten.
@@ -62,7 +63,7 @@ Status Communicator::validate(const algo::CollArgs& a) const {
   const bool inPlace = a.type == CollType::kAllGather ? send == inPlaceSend : recv == inPlaceRecv;
   if (needSend && needRecv && !inPlace)
     LOOM_ENFORCE(!overlaps(send, sendBytes, recv, recvBytes), Code::kInvalidArgument,
-                 "%s on rank %d: sendbuff and recvbuff overlap without being in place", coll, rank_);
+                 "%s on rank %d: sendbuff and recvbuff overlap without being in place", algo::collTypeName(a.type), rank_);
   return Status::ok();
 }
 

@@ -37,7 +37,13 @@ const char* const kBuiltinTuningText = R"(
 # (~15 us, measured 35-50 us minimum per small all-reduce at 4 ranks), and
 # bandwidth splits among the ranks (64 MiB ring all-reduce: 135 ms).
 *  *  simple  *  15   0.8  8
-*  *  ll      *  12   0.3
+# LL needs its reader running while the writer stores; with more ranks than
+# cores it does not pay for the ring, tree or halving-doubling. Interleaved,
+# 4 ranks, two runs (2026-11-23), LL/Simple per size 8 B-32 KiB: ring 0.9-1.1
+# up to 512 B and 1.2-2.4 above; hd 0.8-1.5 and 1.9-3.8; tree 0.9-1.6 and
+# 1.4-3.5. Hence no lower step cost than Simple's: Simple always wins for
+# them. (One-shot's bulletin, below, is another matter.)
+*  *  ll      *  15   0.3
 
 # All-reduce, 2 ranks, from interleaved runs. Below 64 KiB buffers stay in
 # the caches: a step costs ~0.8-1 us and the data moves at ~8-12 GB/s
@@ -77,6 +83,9 @@ allreduce  rd       ll      2  0.77  0.6
 # 256 B 0.69 vs 0.79, 1 KiB 1.42 vs 1.69. Its bandwidth here is set low so
 # that rd/Simple takes over above 64 B, as measured on the second machine.
 allreduce  oneshot  ll      2  0.67  0.47
+# With more ranks the bulletin is still one post and one read per peer, no
+# lockstep hand-offs: it keeps LL's lower step cost.
+allreduce  oneshot  ll      *  12   0.3
 
 # All-reduce, 4 ranks on 2 cores: the double binary tree was 10-40% faster
 # than the ring from 2 MiB on in 4 of 5 interleaved runs (16 MiB 26 vs 34 ms,
@@ -94,6 +103,11 @@ allreduce  oneshot  ll      2  0.67  0.47
 # 8-32 MiB the ring wins on one machine and ties on the other, and from
 # 128 MiB the tree wins on one and ties on the other.
 allreduce  tree     simple  4  120   1.18  8
+# The tree's step cost above comes from large buffers; it must not make LL
+# (8 KiB chunks, so more steps) look cheaper for a forced tree at 4 ranks:
+# tree/LL took 2-7x tree/Simple's time at 8-256 KiB (64 KiB 172 vs 63 us,
+# 177 vs 31 us).
+allreduce  tree     ll      4  120   0.3
 
 # Recursive doubling at 4 ranks, 2 steps against one-shot's 1, but 2 vector
 # copies on the wire against 3: on the second machine rd/Simple beat
