@@ -125,6 +125,9 @@ allreduce  rd  simple  4  9.6  0.8
 # (or the tree) was ahead again. These values make hd the choice at 128 KiB
 # only (96-192 KiB), between rd's range and the ring's.
 allreduce  hd  simple  4  16.8  0.748
+# hd's LL likewise: no cheaper step than its Simple (measured LL/Simple 0.8-1.5
+# up to 512 B, 1.9-3.8 above).
+allreduce  hd  ll      4  16.8  0.3
 allreduce  hd  simple  8  15  0.6
 
 # Links between hosts ("network" is not an algorithm: multi_host_cost.h uses

@@ -71,6 +71,23 @@ TEST(TunerChoice, AllReduceFollowsTheMeasuredCrossovers) {
     EXPECT_EQ(nameOf(choose(builtinOptions(), 4, CollType::kAllReduce, bytes)), want) << bytes;
 }
 
+// With more ranks than cores LL measured slower than Simple for the ring,
+// tree and halving-doubling at every size (tuning_defaults.cc), so forcing
+// one of them must not bring LL along; only one-shot's bulletin keeps LL.
+TEST(TunerChoice, ForcedAlgorithmsAtFourRanksRunSimple) {
+  TunerOptions o = builtinOptions();
+  for (const char* algo : {"ring", "tree", "hd", "rd"}) {
+    o.algo = algo;
+    for (size_t bytes = 8; bytes <= (256u << 10); bytes *= 4) {
+      const Choice c = choose(o, 4, CollType::kAllReduce, bytes);
+      EXPECT_STREQ(c.algorithm->name, algo) << bytes;
+      EXPECT_EQ(c.proto, Protocol::kSimple) << algo << " at " << bytes << " B";
+    }
+  }
+  o.algo = "oneshot";
+  EXPECT_EQ(nameOf(choose(o, 4, CollType::kAllReduce, 64)), "oneshot/LL");
+}
+
 TEST(TunerChoice, HugeBroadcastAndReduceUseSimple) {
   for (int n : {2, 4, 8})
     for (auto type : {CollType::kBroadcast, CollType::kReduce})
