@@ -191,6 +191,9 @@ class Communicator {
   // trace, per-call trace logging or device memory, which need execute()'s
   // separate steps. Fixed at creation.
   bool blockingShortcut_ = false;
+  // Waits of the blocking path that outlasted their first polls
+  // (WaitContext::slowWaits); only the thread holding the executor counts.
+  uint32_t slowWaits_ = 0;
   std::unique_ptr<bootstrap::Bootstrap> bootstrap_;
   std::vector<transport::PeerInfo> peers_;
   std::vector<std::unique_ptr<transport::Transport>> transports_;

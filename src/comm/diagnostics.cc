@@ -98,12 +98,11 @@ Status Diagnostics::checkAndMarkDataMovement(const OpTicket& ticket, algo::Links
   return status;
 }
 
-void Diagnostics::finished(const OpTicket& ticket, const Status& status) {
+void Diagnostics::finished(const OpTicket& ticket, const Status& status, int64_t now) {
   // Dumped before the entry is marked failed, so the dump shows the
   // operation as it was when it gave up ("stuck in ...").
   if (status.code() == Code::kTimeout && !timeoutDumped_.exchange(true))
     dump("timeout in " + describeOp(ticket.op, ticket.seq) + ": " + status.message());
-  const int64_t now = nowIfRecording();
   recorder_.finished(ticket.id, status, now);
   if (trace_) traceOp(ticket, status, now);
 }

@@ -75,7 +75,10 @@ class Diagnostics {
   OpTicket startedNow(const OpDescriptor& op, const char* algorithm, const char* protocol, int64_t coarseNowNanos) {
     return recorder_.startedNow(op, recorder_.capacity() > 0 ? coarseNowNanos : 0, algorithm, protocol);
   }
-  void finished(const OpTicket& ticket, const Status& status);
+  void finished(const OpTicket& ticket, const Status& status) { finished(ticket, status, nowIfRecording()); }
+  // The same with the end time known to the caller (blocking path, see
+  // comm_blocking.cc); `endNs` is in the clock of the operation's start.
+  void finished(const OpTicket& ticket, const Status& status, int64_t endNs);
   // LOOM_CHECK's exchange over the Simple `links` (nothing when off, for
   // send/recv, or on one rank); marks the start of data movement.
   Status beforeDataMovement(const OpTicket& ticket, algo::Links& links, const WaitContext& wait) {

@@ -97,6 +97,10 @@ struct WaitContext {
   PeerHealth* health = nullptr;              // null: no peer-death detection
   int spinMicros = 5;     // busy polling first (a cache-line hand-off is ~50 ns)
   int yieldMicros = 200;  // then sched_yield, then futex sleep
+  // Bumped (if set) by every wait that outlasts its first polls, so a caller
+  // can tell that none of its waits took more than a hand-off. Only the
+  // thread running the operation touches it.
+  uint32_t* slowWaits = nullptr;
 
   bool aborted() const { return abort && abort->load(std::memory_order_relaxed); }
 };
@@ -129,6 +133,7 @@ Status waitUntil(Ready&& ready, WaitSignal* signal, const WaitContext& ctx, What
   // Phases are bounded in time, not iterations: a `pause` costs 10 to 140
   // cycles depending on the CPU, and an unbounded spin on an oversubscribed
   // core only delays the peer we are waiting for.
+  if (ctx.slowWaits) ++*ctx.slowWaits;
   const Clock::time_point start = Clock::now();
   const auto spinEnd = start + std::chrono::microseconds(ctx.spinMicros);
   while (Clock::now() < spinEnd) {

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -303,6 +304,43 @@ TEST(FlightRecorder, BlockingCallsAroundQueuedOnesAreRecordedInCallOrder) {
     }
     EXPECT_NE(dump.find("=> idle"), std::string::npos) << dump;
   }
+  removeTree(dir);
+}
+
+// The blocking path skips the second clock read of a small operation whose
+// waits all ended within their first polls (comm_blocking.cc). A rank that
+// waited for a late peer must still show the wait in its end time.
+TEST(FlightRecorder, BlockingCallRecordsTheTimeSpentWaitingForALatePeer) {
+  const std::string dir = makeTempDir();
+  ScopedEnv env({{"LOOM_DUMP_DIR", dir}, {"LOOM_CHECK", "0"}});
+  runThreads(
+      2,
+      [&](int rank, loomComm_t comm) {
+        std::vector<float> a(2, 1.0f), b(2, 0.0f);
+        if (rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        EXPECT_EQ(loomAllReduce(a.data(), b.data(), 2, loomFloat32, loomSum, comm, nullptr), loomSuccess);
+        EXPECT_EQ(loomAllReduce(a.data(), b.data(), 2, loomFloat32, loomSum, comm, nullptr), loomSuccess);
+        EXPECT_EQ(b, std::vector<float>(2, 2.0f));
+        EXPECT_EQ(loomCommAbort(comm), loomSuccess);
+      },
+      /*destroy=*/false);
+  auto times = [](const std::string& dump, const std::string& op) {
+    const size_t at = dump.find(op);
+    if (at == std::string::npos) return std::pair<double, double>{-1, -1};
+    const std::string line = dump.substr(at, dump.find('\n', at) - at);
+    const size_t s = line.find("started="), e = line.find("ended=");
+    if (s == std::string::npos || e == std::string::npos) return std::pair<double, double>{-1, -1};
+    return std::pair<double, double>{std::atof(line.c_str() + s + 8), std::atof(line.c_str() + e + 6)};
+  };
+  const std::string dump = dumpOfRank(dir, 0);
+  const auto [start0, end0] = times(dump, "op 0 allreduce count=2 float sum seq=0: state=done");
+  const auto [start1, end1] = times(dump, "op 1 allreduce count=2 float sum seq=1: state=done");
+  ASSERT_GE(start0, 0.0) << dump;
+  ASSERT_GE(start1, 0.0) << dump;
+  // Rank 0 waited about 300 ms for rank 1 (the clock is coarse: a few ms).
+  EXPECT_GE(end0 - start0, 0.2) << dump;
+  EXPECT_GE(end1, start1) << dump;
+  EXPECT_GE(start1, end0) << dump;
   removeTree(dir);
 }
 
