@@ -16,9 +16,8 @@
 // checked against the exact integer-valued sum, for both libraries.
 //
 //   mpirun -np 2 loom_vs_mpi_latency [-b 8] [-e 8] [-f 2] [--blocks 40] [--iters 1000]
-#include <mpi.h>
-
 #include <loom/loom.h>
+#include <mpi.h>
 
 #include <algorithm>
 #include <chrono>
@@ -55,7 +54,8 @@ void checkMpi(int rank, const char* call, int code) {
 void checkLoom(int rank, loomComm_t comm, const char* call, loomResult_t code) {
   if (code == loomSuccess) return;
   const char* last = loomGetLastError(comm);
-  die(rank, std::string(call) + " failed: " + loomGetErrorString(code) + (last && *last ? std::string(": ") + last : ""));
+  die(rank,
+      std::string(call) + " failed: " + loomGetErrorString(code) + (last && *last ? std::string(": ") + last : ""));
 }
 
 bool parse(int argc, char** argv, Settings* s, std::string* error) {
@@ -81,10 +81,14 @@ bool parse(int argc, char** argv, Settings* s, std::string* error) {
       *error = flag + " " + value + ": not a positive count";
       return false;
     }
-    if (flag == "-f" && n >= 2) s->factor = static_cast<size_t>(n);
-    else if (flag == "--blocks") s->blocks = static_cast<int>(n);
-    else if (flag == "--iters") s->iters = static_cast<int>(n);
-    else if (flag == "-w") s->warmup = static_cast<int>(n);
+    if (flag == "-f" && n >= 2)
+      s->factor = static_cast<size_t>(n);
+    else if (flag == "--blocks")
+      s->blocks = static_cast<int>(n);
+    else if (flag == "--iters")
+      s->iters = static_cast<int>(n);
+    else if (flag == "-w")
+      s->warmup = static_cast<int>(n);
     else {
       *error = "unknown flag " + flag + " (flags: -b -e -f --blocks --iters -w)";
       return false;
@@ -138,8 +142,8 @@ class Pair {
       checkLoom(rank_, comm_, "loomAllReduce",
                 loomAllReduce(send_.data(), recv_.data(), send_.size(), loomFloat32, loomSum, comm_, nullptr));
     else
-      checkMpi(rank_, "MPI_Allreduce", MPI_Allreduce(send_.data(), recv_.data(), count, MPI_FLOAT, MPI_SUM,
-                                                     MPI_COMM_WORLD));
+      checkMpi(rank_, "MPI_Allreduce",
+               MPI_Allreduce(send_.data(), recv_.data(), count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD));
   }
 
  private:
@@ -148,9 +152,8 @@ class Pair {
       float want = 0;
       for (int r = 0; r < nranks_; ++r) want += static_cast<float>((r + 1) * 3 + static_cast<int>(i % 7));
       if (recv_[i] != want)
-        die(rank_, std::string(loom ? "Loom" : "MPI") + " all-reduce gave a wrong sum at element " +
-                       std::to_string(i) + ": " + std::to_string(recv_[i]) + " where " + std::to_string(want) +
-                       " was expected");
+        die(rank_, std::string(loom ? "Loom" : "MPI") + " all-reduce gave a wrong sum at element " + std::to_string(i) +
+                       ": " + std::to_string(recv_[i]) + " where " + std::to_string(want) + " was expected");
     }
     std::fill(recv_.begin(), recv_.end(), -1.0f);  // the next checked call must write it again
   }
@@ -187,7 +190,8 @@ int main(int argc, char** argv) {
     std::printf("# Loom vs Open MPI all-reduce (float sum, blocking), %d processes, in the same processes:\n", nranks);
     std::printf("# %d blocks of %d calls per library and size, alternating ABBA, after %d warm-up calls each;\n",
                 s.blocks, s.iters, s.warmup);
-    std::printf("# time = median over blocks of the per-call time (mean over ranks); ratio = Loom/MPI per block pair\n");
+    std::printf(
+        "# time = median over blocks of the per-call time (mean over ranks); ratio = Loom/MPI per block pair\n");
     std::printf("# %10s %12s %12s %14s %14s %14s\n", "size(B)", "loom(us)", "mpi(us)", "ratio(median)", "ratio(q25)",
                 "ratio(q75)");
   }

@@ -61,12 +61,13 @@ Status Communicator::runBlocking(const algo::CollArgs& args) {
   // The end time. The record's clock is the coarse one (a tick of 1-4 ms): a
   // small operation over shared memory whose every wait ended within its
   // first polls took microseconds, so reading that clock again would return
-  // the start's value (or one tick more, as often as a tick falls into those
-  // microseconds; a thread descheduled meanwhile is the exception, which the
-  // coarse clock blurs as well). The second read was 5% of a 2-rank 8-byte call (two
-  // communicators in the same processes, alternating blocks: 0.950-0.954 of
-  // the time without it). Over other transports some waits are their own
-  // loops, which do not count slow waits: those always read the clock.
+  // the start's value, or one tick more as often as a tick falls into those
+  // microseconds (a thread descheduled meanwhile is the exception, which the
+  // coarse clock blurs as well). The second read was 5% of a 2-rank 8-byte
+  // call (two communicators in the same processes, alternating blocks:
+  // 0.950-0.954 of the time without it). Over other transports some waits
+  // are loops of their own that do not count slow waits: those always read
+  // the clock.
   const bool quick =
       bulletin_ != nullptr && slowWaits_ == slowWaitsBefore && opBytes(args, nranks_) <= kQuickOpBytes;
   if (quick) diag_->finished(ticket, status, now);

@@ -21,11 +21,11 @@ Status Communicator::validate(const algo::CollArgs& a) const {
   // The collective's name is looked up in the messages, so only a failing
   // call pays for it (every call passes here).
   LOOM_ENFORCE(isValidDataType(static_cast<int>(a.dtype)), Code::kInvalidArgument,
-               "%s on rank %d: invalid datatype %d (valid: 0..%d)", algo::collTypeName(a.type), rank_, static_cast<int>(a.dtype),
-               kNumDataTypes - 1);
+               "%s on rank %d: invalid datatype %d (valid: 0..%d)", algo::collTypeName(a.type), rank_,
+               static_cast<int>(a.dtype), kNumDataTypes - 1);
   LOOM_ENFORCE(isValidRedOp(static_cast<int>(a.op)), Code::kInvalidArgument,
-               "%s on rank %d: invalid reduction op %d (valid: 0..%d)", algo::collTypeName(a.type), rank_, static_cast<int>(a.op),
-               kNumRedOps - 1);
+               "%s on rank %d: invalid reduction op %d (valid: 0..%d)", algo::collTypeName(a.type), rank_,
+               static_cast<int>(a.op), kNumRedOps - 1);
   const bool rooted = a.type == CollType::kBroadcast || a.type == CollType::kReduce;
   LOOM_ENFORCE(!rooted || (a.root >= 0 && a.root < nranks_), Code::kInvalidArgument,
                "%s on rank %d: root %d out of range [0, %d)", algo::collTypeName(a.type), rank_, a.root, nranks_);
@@ -63,7 +63,8 @@ Status Communicator::validate(const algo::CollArgs& a) const {
   const bool inPlace = a.type == CollType::kAllGather ? send == inPlaceSend : recv == inPlaceRecv;
   if (needSend && needRecv && !inPlace)
     LOOM_ENFORCE(!overlaps(send, sendBytes, recv, recvBytes), Code::kInvalidArgument,
-                 "%s on rank %d: sendbuff and recvbuff overlap without being in place", algo::collTypeName(a.type), rank_);
+                 "%s on rank %d: sendbuff and recvbuff overlap without being in place", algo::collTypeName(a.type),
+                 rank_);
   return Status::ok();
 }
 
