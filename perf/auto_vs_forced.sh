@@ -4,10 +4,13 @@
 # processes, measured interleaved: see perf/common/algo_compare.h) for 2 and
 # 4 ranks, one process per rank under loomrun, over 8 B .. 256 MiB, prints
 # per size every algorithm's median time, auto's time and choice, the best
-# forced algorithm and auto/best, and the worst ratio. Sizes where auto/best
-# exceeds THRESHOLD are measured again (RECHECK_REPS rounds, alone in their
-# own run) and the table shows the re-measured ratio too; the worst
-# "confirmed" ratio takes the re-measured value where there is one.
+# forced algorithm, auto/best (ratio of medians) and "paired" (the median
+# over rounds of auto's time over a forced algorithm's in the same round,
+# against the algorithm auto loses to most: see algo_table.h), and the worst
+# ratios. Sizes whose paired ratio exceeds THRESHOLD are measured again
+# (RECHECK_REPS rounds, alone in their own run) and the table shows the
+# re-measured paired ratio too; the worst "confirmed" ratio takes the
+# re-measured value where there is one.
 #
 # Usage: perf/auto_vs_forced.sh [BUILD_DIR]   (default: $LOOM_BUILD_DIR, else ./build)
 # Builds nothing: BUILD_DIR/bin must hold loomrun and all_reduce_perf.
@@ -141,7 +144,7 @@ def choice_ratio(head, row, ran_line):
     fields = row.split()
     times = dict(zip(cols, fields[1:1 + len(cols)]))
     ran_by = dict(item.split("=", 1) for item in ran_line.split(":", 1)[-1].split() if "=" in item)
-    best = fields[1 + len(cols) + 1]                # after the times: auto ran, best time, best is, ratio
+    best = fields[1 + len(cols) + 1]                # after the times: auto ran, best time, best is, ratios
     auto_ran = ran_by.get("auto")
     if auto_ran is None or not re.fullmatch(r"[0-9.]+", best):
         return None
@@ -182,19 +185,21 @@ else:
         if c is not None and c > worst_choice[0]:
             worst_choice = (c, size)
         lines.append(row + extra)
-    lines.append(f"# worst auto/best: {worst[0]:.3f} at {worst[1]} B")
-    lines.append(f"# worst auto/best, re-measured where above {threshold}: {worst_confirmed[0]:.3f} at "
+    lines.append(f"# worst paired: {worst[0]:.3f} at {worst[1]} B")
+    lines.append(f"# worst paired, re-measured where above {threshold}: {worst_confirmed[0]:.3f} at "
                  f"{worst_confirmed[1]} B ({recheck_reps} rounds alone)")
+    medians = [float(f[-2]) for f in (r.split() for r in rows.values()) if re.fullmatch(r"[0-9.]+", f[-2])]
+    if medians:
+        lines.append(f"# worst auto/best (ratio of medians, first runs): {max(medians):.3f}")
     lines.append(f"# worst choice/best: {worst_choice[0]:.3f} at {worst_choice[1]} B (re-measured rows where there are)")
     lines.append("# choice/best: the time of the forced algorithm that ran what auto ran (same algorithm and"
-                 " protocol), over the best; it rates the tuner's choice apart from the difference between"
-                 " two communicators that run the same code (auto/best includes that: which communicator is"
-                 " created last, say, moves its time by up to 10-20% at small sizes)")
+                 " protocol), over the best (ratio of medians); with online tuning (LOOM_TUNER_ONLINE) auto may"
+                 " run more than one, and this column shows n/a there")
     final = [(again.get(size) or rows[size]).split() for size in sorted(rows)]
     final = [f for f in final if re.fullmatch(r"[0-9.]+", f[-1])]
-    same = sum(f[-4] == f[-2] for f in final)
+    same = sum(f[-5] == f[-3] for f in final)
     lines.append(f"# auto ran the best's algorithm/protocol at {same} of {len(final)} sizes (re-measured rows where"
-                 " there are); there auto/best is noise, not the tuner")
+                 " there are)")
     for size in sorted(again):
         lines.append(f"# re-measured {size} B: {' '.join(again[size].split()[1:])}")
     lines.extend(sorted(set(notes)))

@@ -249,7 +249,8 @@ class ComparisonRank {
       double median = mine[half];
       if (mine.size() % 2 == 0)
         median = (median + *std::max_element(mine.begin(), mine.begin() + static_cast<long>(half))) / 2;
-      AlgoCell cell{median * 1e6, ""};
+      AlgoCell cell{median * 1e6, "", std::vector<double>(static_cast<size_t>(reps), -1)};
+      for (int r = 0; r < timed[k]; ++r) cell.roundsUs[static_cast<size_t>(r)] = seconds[k * reps + r] * 1e6;
       for (const std::string& s : ran[k]) cell.ran += (cell.ran.empty() ? "" : "|") + s;
       row.cells.push_back(cell);
     }

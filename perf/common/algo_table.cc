@@ -1,5 +1,6 @@
 #include "algo_table.h"
 
+#include <algorithm>
 #include <cctype>
 #include <map>
 #include <set>
@@ -48,6 +49,16 @@ bool ranForced(const std::string& name, const std::string& ran) {
   return true;
 }
 
+double pairedMedianRatio(const std::vector<double>& a, const std::vector<double>& b) {
+  std::vector<double> ratios;
+  for (size_t r = 0; r < a.size() && r < b.size(); ++r)
+    if (a[r] >= 0 && b[r] > 0) ratios.push_back(a[r] / b[r]);
+  if (ratios.empty()) return -1;
+  std::sort(ratios.begin(), ratios.end());
+  const size_t half = ratios.size() / 2;
+  return ratios.size() % 2 ? ratios[half] : (ratios[half - 1] + ratios[half]) / 2;
+}
+
 AlgoRowSummary summarizeAlgoRow(const std::vector<std::string>& names, const AlgoRow& row) {
   AlgoRowSummary s;
   for (size_t i = 0; i < names.size() && i < row.cells.size(); ++i) {
@@ -58,6 +69,18 @@ AlgoRowSummary summarizeAlgoRow(const std::vector<std::string>& names, const Alg
     }
     if (c.medianUs < 0 || !ranForced(names[i], c.ran)) continue;
     if (s.best < 0 || c.medianUs < row.cells[static_cast<size_t>(s.best)].medianUs) s.best = static_cast<int>(i);
+  }
+  if (s.autoIndex >= 0) {
+    const AlgoCell& autoCell = row.cells[static_cast<size_t>(s.autoIndex)];
+    for (size_t i = 0; i < names.size() && i < row.cells.size(); ++i) {
+      const AlgoCell& c = row.cells[i];
+      if (isAuto(names[i]) || c.medianUs < 0 || !ranForced(names[i], c.ran)) continue;
+      const double paired = pairedMedianRatio(autoCell.roundsUs, c.roundsUs);
+      if (paired >= 0 && paired > s.pairedAutoOverBest) {
+        s.pairedAutoOverBest = paired;
+        s.pairedAgainst = static_cast<int>(i);
+      }
+    }
   }
   if (s.best >= 0 && s.autoIndex >= 0) {
     const double autoUs = row.cells[static_cast<size_t>(s.autoIndex)].medianUs;
@@ -76,10 +99,12 @@ void printAlgoTable(FILE* out, const std::vector<std::string>& names, const std:
     if (!isAuto(n)) head += " " + padded(n, kTimeWidth);
   if (hasAuto) head += " " + padded("auto", kTimeWidth) + " " + padded("auto ran", kRanWidth);
   if (hasForced) head += " " + padded("best", kTimeWidth) + " " + padded("best is", kRanWidth);
-  if (hasAuto && hasForced) head += " " + padded("auto/best", kTimeWidth);
+  if (hasAuto && hasForced) head += " " + padded("auto/best", kTimeWidth) + " " + padded("paired", kTimeWidth);
   std::fprintf(out, "%s\n", head.c_str());
 
-  double worst = -1;
+  double worst = -1, worstPaired = -1;
+  const AlgoRow* worstPairedRow = nullptr;
+  AlgoRowSummary worstPairedSummary;
   int compared = 0, sameChoice = 0;  // sizes with auto and a best; of them, where auto ran what best ran
   const AlgoRow* worstRow = nullptr;
   AlgoRowSummary worstSummary;
@@ -114,6 +139,14 @@ void printAlgoTable(FILE* out, const std::vector<std::string>& names, const std:
       char ratio[32] = "-";
       if (s.autoOverBest >= 0) std::snprintf(ratio, sizeof ratio, "%.3f", s.autoOverBest);
       line += " " + padded(ratio, kTimeWidth);
+      char paired[32] = "-";
+      if (s.pairedAutoOverBest >= 0) std::snprintf(paired, sizeof paired, "%.3f", s.pairedAutoOverBest);
+      line += " " + padded(paired, kTimeWidth);
+      if (s.pairedAutoOverBest > worstPaired) {
+        worstPaired = s.pairedAutoOverBest;
+        worstPairedRow = &row;
+        worstPairedSummary = s;
+      }
       if (s.autoOverBest >= 0) {
         ++compared;
         sameChoice += autoCell->ran == bestCell->ran;
@@ -135,6 +168,14 @@ void printAlgoTable(FILE* out, const std::vector<std::string>& names, const std:
                    worstRow->cells[static_cast<size_t>(worstSummary.best)].ran.c_str());
     else
       std::fprintf(out, "# worst auto/best: - (no size has both auto and a forced algorithm that ran)\n");
+    if (worstPairedRow)
+      std::fprintf(out, "# worst paired: %.3f at %zu B (auto ran %s, against %s)\n", worstPaired,
+                   worstPairedRow->bytes,
+                   worstPairedRow->cells[static_cast<size_t>(worstPairedSummary.autoIndex)].ran.c_str(),
+                   names[static_cast<size_t>(worstPairedSummary.pairedAgainst)].c_str());
+    std::fprintf(out,
+                 "# paired: the largest, over the forced algorithms, of the median over rounds of auto's time over"
+                 " that algorithm's in the same round\n");
     // Where auto ran exactly what the best forced communicator ran, auto/best
     // measures noise, not the tuner.
     std::fprintf(out, "# auto ran the best's algorithm/protocol at %d of %d sizes\n", sameChoice, compared);

@@ -1,6 +1,8 @@
 // --algos and --reps (options.h) and the comparison table (algo_table.h).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <cstdio>
 #include <sstream>
 #include <string>
@@ -112,15 +114,39 @@ TEST(AlgoTable, PrintsOneRowPerSizeWithNaWorstRatioAndWhatRan) {
     data.push_back(f);
   }
   ASSERT_EQ(data.size(), 2u) << out;
-  // size, ring, oneshot, auto, auto ran, best, best is, auto/best
+  // size, ring, oneshot, auto, auto ran, best, best is, auto/best, paired (no rounds here: "-")
   EXPECT_EQ(data[0], (std::vector<std::string>{"8", "2.00", "1.00", "1.10", "oneshot/LL", "1.00", "oneshot/LL",
-                                               "1.100"}));
+                                               "1.100", "-"}));
   EXPECT_EQ(data[1], (std::vector<std::string>{"1048576", "500.00", "n/a", "600.00", "ring/Simple", "500.00",
-                                               "ring/Simple", "1.200"}));
+                                               "ring/Simple", "1.200", "-"}));
   EXPECT_NE(out.find("# worst auto/best: 1.200 at 1048576 B"), std::string::npos) << out;
   EXPECT_NE(out.find("# auto ran the best's algorithm/protocol at 2 of 2 sizes"), std::string::npos) << out;
   EXPECT_NE(out.find("# n/a: oneshot did not run at 1048576 B (Loom ran ring/Simple"), std::string::npos) << out;
   EXPECT_NE(out.find("1048576: ring=ring/Simple oneshot=ring/Simple auto=ring/Simple"), std::string::npos) << out;
+}
+
+TEST(AlgoTable, PairedRatioIsTheMedianOfPerRoundRatiosAgainstTheForcedAutoLosesToMost) {
+  // Round 2 was slow for everybody (the machine's state): the ratio of
+  // medians blames auto for it, the paired ratio does not.
+  const std::vector<std::string> names{"ring", "rd", "auto"};
+  AlgoRow row{4096, {{0, "ring/Simple", {10, 10, 30, 10, 11}},
+                     {0, "rd/Simple", {20, 21, 60, 19, 20}},
+                     {0, "ring/Simple", {10.5, 10.2, 31, 10.3, 11}}}};
+  for (AlgoCell& c : row.cells) {
+    std::vector<double> v = c.roundsUs;
+    std::sort(v.begin(), v.end());
+    c.medianUs = v[v.size() / 2];
+  }
+  const AlgoRowSummary s = summarizeAlgoRow(names, row);
+  EXPECT_EQ(s.best, 0);
+  EXPECT_EQ(s.pairedAgainst, 0);  // against ring (auto/ring > auto/rd in every round)
+  // Per-round auto/ring: 1.05, 1.02, 1.0333, 1.03, 1.0 -> median 1.03.
+  EXPECT_NEAR(s.pairedAutoOverBest, 1.03, 1e-9);
+  EXPECT_DOUBLE_EQ(pairedMedianRatio({1, -1, 3}, {1, 1, 1}), 2.0);  // untimed rounds skipped
+  EXPECT_LT(pairedMedianRatio({-1}, {1}), 0);
+  const std::string out = printed(names, {row});
+  EXPECT_NE(out.find("# worst paired: 1.030 at 4096 B (auto ran ring/Simple, against ring)"), std::string::npos)
+      << out;
 }
 
 TEST(AlgoTable, WithoutAutoThereIsNoRatio) {

@@ -32,6 +32,7 @@ tuner::TunerOptions localTunerOptions(const Config& config, std::vector<std::str
   options.algo = config.algo;
   options.proto = config.proto;
   options.deterministic = config.deterministic;
+  options.online = config.onlineTuning;
   options.table = tuner::TuningTable::builtin();
   if (!config.tuningFile.empty()) {
     auto file = tuner::TuningTable::readFile(config.tuningFile);
@@ -42,8 +43,8 @@ tuner::TunerOptions localTunerOptions(const Config& config, std::vector<std::str
 }
 
 std::string serializeTunerOptions(const tuner::TunerOptions& o) {
-  return strprintf("algo=%s\nproto=%s\ndeterministic=%d\n", oneLine(o.algo).c_str(), oneLine(o.proto).c_str(),
-                   o.deterministic ? 1 : 0) +
+  return strprintf("algo=%s\nproto=%s\ndeterministic=%d\nonline=%d\n", oneLine(o.algo).c_str(),
+                   oneLine(o.proto).c_str(), o.deterministic ? 1 : 0, o.online ? 1 : 0) +
          o.table.toText();
 }
 
@@ -65,9 +66,12 @@ Result<tuner::TunerOptions> parseTunerOptions(const std::string& text) {
   LOOM_TRY(proto.status());
   auto det = field("deterministic");
   LOOM_TRY(det.status());
+  auto online = field("online");
+  LOOM_TRY(online.status());
   o.algo = algo.value();
   o.proto = proto.value();
   o.deterministic = det.value() == "1";
+  o.online = online.value() == "1";
   auto table = tuner::TuningTable::parse(text.substr(pos), "tuning table of rank 0");
   LOOM_TRY(table.status());
   o.table = std::move(table).value();
@@ -96,7 +100,7 @@ Result<tuner::TunerOptions> agreeOnTunerOptions(const tuner::TunerOptions& local
   const std::string rank0(texts.data(), digests[0].length);
   if (rank0 != mine)
     LOOM_WARN(log, kSubsysTuner,
-              "LOOM_ALGO, LOOM_PROTO, LOOM_DETERMINISTIC or the tuning table differ from rank 0's; "
+              "LOOM_ALGO, LOOM_PROTO, LOOM_DETERMINISTIC, LOOM_TUNER_ONLINE or the tuning table differ from rank 0's; "
               "using rank 0's so that every rank picks the same algorithms");
   return parseTunerOptions(rank0);
 }

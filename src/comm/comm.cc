@@ -119,6 +119,9 @@ Status Communicator::connectPeers(const bootstrap::UniqueId& id) {
   auto agreed = agreeOnTunerOptions(local, *bootstrap_, makeWait(), log_);
   LOOM_TRY(agreed.status());
   tuner_ = std::make_unique<tuner::Tuner>(agreed.value(), nranks_, algo::allAlgorithms(), log_, &tunerWarnings);
+  // A forced choice (LOOM_ALGO, LOOM_PROTO) is never second-guessed.
+  if (agreed.value().online && agreed.value().algo.empty() && agreed.value().proto.empty())
+    online_ = std::make_unique<tuner::OnlineTuner>();
   for (const auto& w : tunerWarnings) tuner::logOnce(log_, LogLevel::kWarn, w);
 
   // Every rank instantiates every backend and calls connect() on each, in
@@ -294,7 +297,11 @@ Status Communicator::execute(const algo::CollArgs& args, const CompletionPtr& af
                                                args.count, dataTypeName(args.dtype), rank_)));
     if (handled || !device.isOk()) return device;
   }
-  const tuner::Choice choice = chooseAlgorithm(args, wait);
+  tuner::Choice choice = chooseAlgorithm(args, wait);
+  bool exploring = false, timed = false;
+  tuner::OnlineSlot* const online = choiceMemo_.online;
+  if (online)
+    if (Status s = onlineChoice(args, *online, wait, &choice, &exploring, &timed); !s.isOk()) return s;
   algo::AlgoContext ctx;
   if (!choice.algorithm || !contextFor(choice.proto, wait, &ctx)) return noAlgorithmFor(args);
   const auto& algorithm = *choice.algorithm;
@@ -309,7 +316,9 @@ Status Communicator::execute(const algo::CollArgs& args, const CompletionPtr& af
     return check;
   }
   ctx.progress = diag_->progress();
+  const int64_t start = timed ? monotonicNanos() : 0;
   Status status = algorithm.run(args, ctx);
+  if (exploring) online->finishTrial(timed ? monotonicNanos() - start : -1);
   if (!status.isOk()) return algorithmFailed(std::move(status), args, algorithm, choice.proto);
   return status;
 }
@@ -363,7 +372,9 @@ tuner::Choice Communicator::chooseAlgorithm(const algo::CollArgs& args, const Wa
   tuner::ProtoContexts available{};
   for (int p = 0; p < transport::kNumProtocols; ++p)
     if (contextFor(static_cast<transport::Protocol>(p), wait, &ctxs[p])) available[static_cast<size_t>(p)] = &ctxs[p];
-  const tuner::Choice choice = tuner_->choose(args, available);
+  tuner::Choice choice = tuner_->choose(args, available);
+  m.online = choice.algorithm ? onlineSlotFor(args, available) : nullptr;
+  if (m.online && m.online->settled()) choice = m.online->winner();
   m.valid = choice.algorithm != nullptr;
   m.type = args.type;
   m.count = args.count;

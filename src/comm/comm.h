@@ -24,6 +24,7 @@
 #include "algorithms/p2p.h"
 #include "bootstrap/bootstrap.h"
 #include "comm/algorithm_selection.h"
+#include "tuner/online_tuner.h"
 #include "tuner/tuner.h"
 #include "comm/completion.h"
 #include "comm/diagnostics.h"
@@ -143,7 +144,15 @@ class Communicator {
   // communicator has no links for that protocol.
   bool contextFor(transport::Protocol proto, const WaitContext& wait, algo::AlgoContext* ctx) const;
   // The tuner's choice for `args` (memoized: a loop repeats the same call).
+  // With online tuning, the settled winner of the call's slot.
   tuner::Choice chooseAlgorithm(const algo::CollArgs& args, const WaitContext& wait);
+  // Online tuning (comm_online.cc): the call's slot (null: none); the choice
+  // for a call of a slot (an exploring call runs a candidate and reports its
+  // time to the slot; a due agreement runs first, on every rank alike).
+  tuner::OnlineSlot* onlineSlotFor(const algo::CollArgs& args, const tuner::ProtoContexts& available);
+  Status onlineChoice(const algo::CollArgs& args, tuner::OnlineSlot& slot, const WaitContext& wait,
+                      tuner::Choice* choice, bool* exploring, bool* timed);
+  Status agreeOnline(const algo::CollArgs& call, tuner::OnlineSlot& slot, const WaitContext& wait);
   WaitContext makeWait() const;
   // The same with a coarse clock reading already taken (no second read).
   WaitContext makeWait(int64_t coarseNowNanos) const;
@@ -160,6 +169,9 @@ class Communicator {
   const int nranks_;
   Logger log_;
   std::unique_ptr<tuner::Tuner> tuner_;  // built in connectPeers() from options all ranks agreed on
+  // Online tuning (LOOM_TUNER_ONLINE, not with LOOM_ALGO or LOOM_PROTO); null: off.
+  // Only the thread running operations touches it.
+  std::unique_ptr<tuner::OnlineTuner> online_;
   // Index into algo::allAlgorithms() x kNumProtocols + protocol of the last
   // collective run, -1 before the first (one word, so readers never see a torn pair).
   std::atomic<int> lastAlgorithm_{-1};
@@ -181,6 +193,9 @@ class Communicator {
     bool hasContext = false;
     algo::AlgoContext context;
     int algorithmRecord = -1;
+    // The call's online-tuning slot (null: none); while it explores,
+    // runBlocking() leaves the call to execute().
+    tuner::OnlineSlot* online = nullptr;
 
     bool matches(const algo::CollArgs& args) const {
       return valid && type == args.type && count == args.count && dtype == args.dtype && op == args.op &&

@@ -41,6 +41,14 @@ Status Communicator::runBlocking(const algo::CollArgs& args) {
   // A loop repeats one call: the memo has its algorithm and context ready.
   if (!choiceMemo_.matches(args)) (void)chooseAlgorithm(args, makeWait(now));
   if (!choiceMemo_.hasContext) return noAlgorithmFor(args);
+  if (tuner::OnlineSlot* online = choiceMemo_.online) {
+    // Exploring (or agreeing on) the fastest candidate: execute()'s steps.
+    if (!online->settled()) {
+      const OpTicket ticket = diag_->enqueued(OpDescriptor::of(args));
+      return diag_->runNow(ticket, [&] { return execute(args, nullptr, ticket); });
+    }
+    online->countSettledCall();
+  }
   // The memo's own context, not a copy: only the deadline changes per call,
   // and nothing else reads the memo while this thread holds the executor.
   algo::AlgoContext& ctx = choiceMemo_.context;

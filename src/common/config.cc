@@ -58,6 +58,7 @@ const std::vector<KnobDoc>& configKnobs() {
       {"LOOM_PROTO", "", "protocols the tuner may pick: simple, ll; same syntax as LOOM_ALGO; empty lets Loom choose"},
       {"LOOM_TUNING_FILE", "", "text file of cost-model parameters (alpha, bandwidth or measured points per collective, algorithm, protocol, nranks; format in src/tuner/tuning_table.h; written by perf/tune.sh) read after the built-in defaults"},
       {"LOOM_DETERMINISTIC", "0", "1: all-reduce, reduce and reduce-scatter of floating-point data use the deterministic algorithm (identical results run to run), whatever LOOM_ALGO says"},
+      {"LOOM_TUNER_ONLINE", "1", "1: a call repeated with the same collective, count, type, op and root times the algorithms the cost model predicts within 1.5x of its pick (a few calls each, all ranks agreeing on the fastest by one small all-reduce) and keeps the fastest, re-checking now and then; 0: the cost model's pick only. Off whenever LOOM_ALGO or LOOM_PROTO is set; rank 0's setting applies to all"},
       {"LOOM_CHECK", "0", "1: before moving data, every collective exchanges (sequence number, type, count, dtype, op, root) among all ranks and fails on every rank, naming each rank's call, if they differ; rank 0's setting applies to all"},
       {"LOOM_FLIGHT_RECORDER_ENTRIES", "64", "operations each communicator keeps (state, progress, timestamps) for the dump on a timeout, loomCommAbort or LOOM_DUMP_ON_SIGNAL; 0 keeps none (0..1000000)"},
       {"LOOM_DUMP_ON_SIGNAL", "", "signal (SIGUSR1, USR2, or a number) that makes every communicator dump its flight recorder to the log and LOOM_DUMP_DIR"},
@@ -128,6 +129,11 @@ Config Config::fromEnv(std::vector<std::string>* warnings) {
     int on = 0;
     if (!parseInt(v, 0, 1, &on)) warn("LOOM_DETERMINISTIC", v, "expected 0 or 1");
     else c.deterministic = on == 1;
+  }
+  if (const char* v = std::getenv("LOOM_TUNER_ONLINE"); v && *v) {
+    int on = 1;
+    if (!parseInt(v, 0, 1, &on)) warn("LOOM_TUNER_ONLINE", v, "expected 0 or 1");
+    else c.onlineTuning = on == 1;
   }
   if (const char* v = std::getenv("LOOM_CHECK"); v && *v) {
     int on = 0;

@@ -1,5 +1,6 @@
 #include "tuner/tuner.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <mutex>
@@ -199,6 +200,25 @@ std::vector<Choice> Tuner::predictAll(const algo::CollArgs& args, const ProtoCon
       all.push_back({&a, static_cast<Protocol>(p), predictIn(i, static_cast<Protocol>(p), bytes, *ctx)});
     }
   }
+  return all;
+}
+
+std::vector<Choice> Tuner::shortlist(const algo::CollArgs& args, const ProtoContexts& ctxs) const {
+  if (deterministic_ && reducesData(args.type) && isFloatingPoint(args.dtype)) return {};
+  const double bytes = collectiveBytes(args, nranks_);
+  std::vector<Choice> all;
+  for (size_t i = 0; i < algorithms_.size(); ++i) {
+    const auto& a = algorithms_[i];
+    if (a.type != args.type || names_[i] == kDeterministic || !algoFilter_.allows(args.type, names_[i])) continue;
+    for (int p = 0; p < transport::kNumProtocols; ++p) {
+      const auto proto = static_cast<Protocol>(p);
+      const algo::AlgoContext* ctx = ctxs[static_cast<size_t>(p)];
+      if (!ctx || (a.applies && !a.applies(args, *ctx)) || !protoFilter_.allows(args.type, protoKey(proto))) continue;
+      all.push_back({&a, proto, predictIn(i, proto, bytes, *ctx)});
+    }
+  }
+  std::stable_sort(all.begin(), all.end(),
+                   [](const Choice& x, const Choice& y) { return x.predictedMicros < y.predictedMicros; });
   return all;
 }
 

@@ -36,6 +36,7 @@ struct TunerOptions {
   std::string algo;   // LOOM_ALGO
   std::string proto;  // LOOM_PROTO
   bool deterministic = false;
+  bool online = true;  // LOOM_TUNER_ONLINE (online_tuner.h); off where algo or proto is set
   TuningTable table;  // built-in defaults, then LOOM_TUNING_FILE
 };
 
@@ -63,6 +64,12 @@ class Tuner {
   // Every applicable (algorithm, protocol) with its predicted time, in
   // registry order, ignoring the filters (for logs, tools and tests).
   std::vector<Choice> predictAll(const algo::CollArgs& args, const ProtoContexts& ctxs) const;
+
+  // The candidates that choose() weighs for `args` (the filters applied;
+  // never "deterministic"), fastest predicted first, ties as choose() breaks
+  // them: what the online tuner explores. Empty where LOOM_DETERMINISTIC
+  // decides the call.
+  std::vector<Choice> shortlist(const algo::CollArgs& args, const ProtoContexts& ctxs) const;
 
   // Predicted time of one algorithm (index into `algorithms`) and protocol.
   double predict(size_t algorithm, transport::Protocol proto, double bytes, double chunkBytes) const;

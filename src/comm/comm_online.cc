@@ -1,0 +1,79 @@
+// The communicator's side of online tuning (tuner/online_tuner.h): which
+// slot a call belongs to, which candidate an exploring call runs, and the
+// agreement that ends an exploration.
+#include "comm/comm.h"
+#include "common/format.h"
+#include "tuner/cost_model.h"
+
+namespace loom {
+
+tuner::OnlineSlot* Communicator::onlineSlotFor(const algo::CollArgs& args, const tuner::ProtoContexts& available) {
+  if (!online_) return nullptr;
+  const tuner::OnlineKey key{args.type, args.count, args.dtype, args.op, args.root};
+  return online_->slotFor(key, tuner::collectiveBytes(args, nranks_),
+                          [&] { return tuner_->shortlist(args, available); });
+}
+
+Status Communicator::onlineChoice(const algo::CollArgs& args, tuner::OnlineSlot& slot, const WaitContext& wait,
+                                  tuner::Choice* choice, bool* exploring, bool* timed) {
+  *exploring = *timed = false;
+  if (slot.settled()) {
+    *choice = slot.winner();
+    slot.countSettledCall();
+    return Status::ok();
+  }
+  if (slot.agreementDue()) {
+    Status agreed = agreeOnline(args, slot, wait);
+    if (!agreed.isOk()) {
+      agreed = agreed.withContext(strprintf("online tuning on rank %d: ", rank_));
+      recordError(agreed);
+      return agreed;
+    }
+    choiceMemo_.valid = false;  // rebuilt with the winner by the next call
+    *choice = slot.winner();
+    slot.countSettledCall();
+    return Status::ok();
+  }
+  *choice = slot.candidates()[slot.current()];
+  *exploring = true;
+  *timed = slot.timed();
+  return Status::ok();
+}
+
+Status Communicator::agreeOnline(const algo::CollArgs& call, tuner::OnlineSlot& slot, const WaitContext& wait) {
+  // Exact integer sums: every rank computes the same argmin.
+  std::vector<int64_t> times = slot.summary();
+  algo::CollArgs sum;
+  sum.type = algo::CollType::kAllReduce;
+  sum.sendbuf = times.data();
+  sum.recvbuf = times.data();
+  sum.count = times.size();
+  sum.dtype = DataType::kInt64;
+  sum.op = RedOp::kSum;
+  algo::AlgoContext ctxs[transport::kNumProtocols];
+  tuner::ProtoContexts available{};
+  for (int p = 0; p < transport::kNumProtocols; ++p)
+    if (contextFor(static_cast<transport::Protocol>(p), wait, &ctxs[p])) available[static_cast<size_t>(p)] = &ctxs[p];
+  const tuner::Choice how = tuner_->choose(sum, available);
+  if (!how.algorithm) return noAlgorithmFor(sum);
+  algo::AlgoContext& ctx = ctxs[static_cast<int>(how.proto)];
+  ctx.progress = diag_->progress();
+  LOOM_TRY(how.algorithm->run(sum, ctx));
+  slot.decide(times);
+  if (log_.enabled(LogLevel::kInfo, kSubsysTuner)) {
+    std::string measured;
+    for (size_t i = 0; i < times.size(); ++i)
+      measured +=
+          strprintf(" %s/%s=%.1f", slot.candidates()[i].algorithm->name,
+                    transport::protocolName(slot.candidates()[i].proto), static_cast<double>(times[i]) / nranks_ / 1e3);
+    LOOM_INFO(log_, kSubsysTuner,
+              "online: %s %.0f B (%d ranks): %s (decision %d), measured us (median per rank, mean over ranks):%s; "
+              "next check in %llu calls",
+              algo::collTypeName(call.type), tuner::collectiveBytes(call, nranks_), nranks_,
+              strprintf("%s/%s", slot.winner().algorithm->name, transport::protocolName(slot.winner().proto)).c_str(),
+              slot.decisions(), measured.c_str(), static_cast<unsigned long long>(slot.period()));
+  }
+  return Status::ok();
+}
+
+}  // namespace loom

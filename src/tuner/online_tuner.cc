@@ -1,0 +1,119 @@
+#include "tuner/online_tuner.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace loom::tuner {
+
+OnlineSlot::OnlineSlot(std::vector<Choice> candidates, int trials, int callsPerTurn, uint64_t firstPeriod,
+                       uint64_t maxPeriod)
+    : candidates_(std::move(candidates)),
+      rounds_(static_cast<size_t>(std::max(trials, 1)) + 1),
+      perTurn_(static_cast<size_t>(std::max(callsPerTurn, 1))),
+      times_(candidates_.size()),
+      period_(firstPeriod),
+      firstPeriod_(firstPeriod),
+      maxPeriod_(std::max(maxPeriod, firstPeriod)) {}
+
+void OnlineSlot::countSettledCall() {
+  if (phase_ != Phase::kSettled || --left_ > 0) return;
+  phase_ = Phase::kExploring;
+  step_ = 0;
+  turnNanos_ = 0;
+  for (auto& t : times_) t.clear();
+}
+
+bool OnlineSlot::agreementDue() const {
+  return phase_ == Phase::kExploring && step_ >= rounds_ * candidates_.size() * perTurn_;
+}
+
+size_t OnlineSlot::current() const {
+  const size_t m = candidates_.size(), turn = step_ / perTurn_;
+  const size_t round = turn / m, pos = turn % m;
+  // Alternate the order per round so that no candidate always follows the
+  // same one (a call can leave caches and peers in a state the next pays for).
+  return round % 2 == 0 ? pos : m - 1 - pos;
+}
+
+void OnlineSlot::finishTrial(int64_t nanos) {
+  if (phase_ != Phase::kExploring || agreementDue()) return;
+  if (timed()) {
+    turnNanos_ += std::max<int64_t>(nanos, 0);
+    if ((step_ + 1) % perTurn_ == 0) {
+      times_[current()].push_back(turnNanos_);
+      turnNanos_ = 0;
+    }
+  }
+  ++step_;
+}
+
+std::vector<int64_t> OnlineSlot::summary() const {
+  std::vector<int64_t> medians;
+  for (std::vector<int64_t> t : times_) {
+    if (t.empty()) {
+      medians.push_back(0);
+      continue;
+    }
+    std::sort(t.begin(), t.end());
+    const size_t half = t.size() / 2;
+    medians.push_back(t.size() % 2 ? t[half] : (t[half - 1] + t[half]) / 2);
+  }
+  return medians;
+}
+
+void OnlineSlot::decide(const std::vector<int64_t>& summed) {
+  int best = 0;
+  for (size_t i = 1; i < summed.size() && i < candidates_.size(); ++i)
+    if (summed[i] < summed[static_cast<size_t>(best)]) best = static_cast<int>(i);
+  // The same winner again: the machine is steady, look less often.
+  if (decisions_ > 0 && best == winner_)
+    period_ = std::min(period_ * 2, maxPeriod_);
+  else if (decisions_ > 0)
+    period_ = firstPeriod_;
+  winner_ = best;
+  ++decisions_;
+  phase_ = Phase::kSettled;
+  left_ = period_;
+}
+
+int OnlineTuner::trialsFor(double bytes) {
+  if (bytes < (64 << 10)) return 5;
+  if (bytes < (1 << 20)) return 3;
+  if (bytes < (16 << 20)) return 3;
+  return 2;
+}
+
+int OnlineTuner::callsPerTurnFor(double bytes) {
+  if (bytes < (64 << 10)) return 16;
+  if (bytes < (1 << 20)) return 4;
+  return 1;
+}
+
+size_t OnlineTuner::candidatesFor(double bytes) { return bytes < (1 << 20) ? 4 : 2; }
+
+double OnlineTuner::marginFor(double bytes) { return bytes < (1 << 20) ? 2.5 : 1.5; }
+
+OnlineSlot* OnlineTuner::slotFor(const OnlineKey& key, double bytes,
+                                 const std::function<std::vector<Choice>()>& ranked) {
+  for (const Entry& e : entries_)
+    if (e.key == key) return e.slot;
+  if (entries_.size() >= kMaxSlots) return nullptr;
+  const std::vector<Choice> shortlist = ranked();
+  std::vector<Choice> candidates;
+  for (const Choice& c : shortlist) {
+    if (candidates.size() >= candidatesFor(bytes)) break;
+    if (c.predictedMicros <= shortlist.front().predictedMicros * marginFor(bytes)) candidates.push_back(c);
+  }
+  OnlineSlot* slot = nullptr;
+  if (candidates.size() >= 2) {
+    // Re-exploring costs (candidates - 1) x (trials + 1) turns of slower
+    // algorithms (up to 360 calls): every 4096 calls at first, then rarer.
+    constexpr uint64_t kFirstPeriod = 4096, kMaxPeriod = 1 << 20;
+    slot =
+        &slots_.emplace_back(std::move(candidates), trialsFor(bytes), callsPerTurnFor(bytes), kFirstPeriod, kMaxPeriod);
+  }
+  entries_.push_back({key, slot});
+  return slot;
+}
+
+}  // namespace loom::tuner

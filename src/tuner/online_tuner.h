@@ -1,0 +1,123 @@
+// Online tuning: the cost model proposes, measurement decides.
+//
+// Why: where two algorithms are close, which one is faster depends on the
+// state of the machine, not only on the call. With more ranks than cores
+// (4 ranks on 2 cores here) the fastest all-reduce at 8-32 KiB was rd in one
+// run and one-shot, by 15-20%, in the next; ring and tree trade places at
+// 8-128 MiB. A static table cannot be within a few percent of the best there.
+//
+// How: for a call the communicator repeats (same collective, count, type, op
+// and root: every rank sees the same sequence of them), the model's shortlist
+// (the candidates predicted within a margin of its pick, at most a few) runs
+// in turns, each turn a run of consecutive calls timed as a whole (at 4 ranks
+// on 2 cores one call may wait milliseconds for a descheduled peer: a run
+// averages that in as a loop of calls does): one untimed warm-up round, then
+// `trials` timed rounds in alternating order. Each rank then holds its median
+// run time per candidate; one
+// all-reduce (sum, int64 nanoseconds: exact, so every rank computes the same
+// argmin) picks the winner, which every later call runs. After a period of
+// calls the slot explores again (the machine may have changed); the period
+// doubles while the winner stays and resets when it changes.
+//
+// Pure logic, no communication: the communicator runs the agreement.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <vector>
+
+#include "algorithms/algorithm.h"
+#include "tuner/tuner.h"
+
+namespace loom::tuner {
+
+class OnlineSlot {
+ public:
+  // candidates[0] is the model's pick; `trials` timed rounds (>= 1) of
+  // `callsPerTurn` consecutive calls per candidate.
+  OnlineSlot(std::vector<Choice> candidates, int trials, int callsPerTurn, uint64_t firstPeriod, uint64_t maxPeriod);
+
+  // Settled: the winner runs, and countSettledCall() counts the call.
+  bool settled() const { return phase_ == Phase::kSettled; }
+  const Choice& winner() const { return candidates_[static_cast<size_t>(winner_)]; }
+  void countSettledCall();
+
+  // Exploring: before the call, an agreement may be due (all ranks at the
+  // same call); else the call runs candidate(current()) and reports its time
+  // (nanoseconds; ignored in the warm-up round) through finishTrial().
+  bool agreementDue() const;
+  size_t current() const;
+  bool timed() const { return step_ >= candidates_.size() * perTurn_; }
+  void finishTrial(int64_t nanos);
+  // This rank's median turn time per candidate, to be summed over ranks.
+  std::vector<int64_t> summary() const;
+  // Sets the winner from the summed summaries (the smallest; ties go to the
+  // earlier candidate, the model's order) and settles.
+  void decide(const std::vector<int64_t>& summed);
+
+  const std::vector<Choice>& candidates() const { return candidates_; }
+  uint64_t period() const { return period_; }
+  int decisions() const { return decisions_; }
+
+ private:
+  enum class Phase { kExploring, kSettled };
+  std::vector<Choice> candidates_;
+  size_t rounds_;                            // warm-up + timed rounds
+  size_t perTurn_;                           // consecutive calls of one candidate
+  std::vector<std::vector<int64_t>> times_;  // per candidate, this exploration's timed turns
+  int64_t turnNanos_ = 0;                    // the current turn's calls so far
+  Phase phase_ = Phase::kExploring;
+  size_t step_ = 0;  // calls of this exploration so far
+  int winner_ = 0;
+  uint64_t left_ = 0;  // settled calls before the next exploration
+  uint64_t period_;
+  uint64_t firstPeriod_;
+  uint64_t maxPeriod_;
+  int decisions_ = 0;
+};
+
+// The key of a repeated call: what every rank passes alike (not the buffers:
+// one rank may run in place and another not).
+struct OnlineKey {
+  algo::CollType type;
+  size_t count;
+  DataType dtype;
+  RedOp op;
+  int root;
+  bool operator==(const OnlineKey&) const = default;
+};
+
+class OnlineTuner {
+ public:
+  // Distinct calls tuned per communicator; later ones keep the model's choice.
+  static constexpr size_t kMaxSlots = 64;
+
+  // The slot of `key`, created from the model's ranked predictions (the
+  // tuner's shortlist, first = its pick) on first use; null when there is
+  // nothing to choose (fewer than two candidates) or the table is full.
+  // Every rank creates the same slots in the same order.
+  // `shortlist` is asked only when the key is new.
+  OnlineSlot* slotFor(const OnlineKey& key, double bytes, const std::function<std::vector<Choice>()>& shortlist);
+
+  // By size: timed rounds, how many candidates, and how far (x the model's
+  // pick) a prediction may be to be one. Small calls are cheap to time often
+  // and the model is least sure there (at 4 ranks on 2 cores it put the tree
+  // at 2.1x hd at 128 KiB, where the tree was fastest in some runs); large
+  // ones take the two best predictions and fewer rounds.
+  static int trialsFor(double bytes);
+  static int callsPerTurnFor(double bytes);
+  static size_t candidatesFor(double bytes);
+  static double marginFor(double bytes);
+
+ private:
+  struct Entry {
+    OnlineKey key;
+    OnlineSlot* slot;  // null: nothing to tune for this key
+  };
+  std::vector<Entry> entries_;
+  std::deque<OnlineSlot> slots_;  // stable addresses
+};
+
+}  // namespace loom::tuner

@@ -1,0 +1,148 @@
+// Online tuning's bookkeeping (tuner/online_tuner.h) without communication:
+// the exploration schedule, the medians each rank reports, the decision from
+// summed medians, re-exploration, and which predictions become candidates.
+#include "tuner/online_tuner.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+namespace loom::tuner {
+namespace {
+
+// Three distinct algorithms to tell candidates apart (only the pointers matter).
+const algo::AlgorithmInfo kA{"a", algo::CollType::kAllReduce, nullptr, nullptr};
+const algo::AlgorithmInfo kB{"b", algo::CollType::kAllReduce, nullptr, nullptr};
+const algo::AlgorithmInfo kC{"c", algo::CollType::kAllReduce, nullptr, nullptr};
+
+std::vector<Choice> three() {
+  return {{&kA, transport::Protocol::kSimple, 10},
+          {&kB, transport::Protocol::kSimple, 12},
+          {&kC, transport::Protocol::kLL, 14}};
+}
+
+// Runs one exploration: `nanos(candidate)` is the time of one call.
+template <typename Nanos>
+std::vector<size_t> explore(OnlineSlot& slot, Nanos nanos) {
+  std::vector<size_t> order;
+  while (!slot.agreementDue()) {
+    EXPECT_FALSE(slot.settled());
+    order.push_back(slot.current());
+    slot.finishTrial(nanos(slot.current()));
+  }
+  return order;
+}
+
+TEST(OnlineSlot, ExploresInTurnsOfConsecutiveCallsAlternatingTheOrder) {
+  OnlineSlot slot(three(), /*trials=*/2, /*callsPerTurn=*/2, 100, 1000);
+  EXPECT_FALSE(slot.timed());  // the warm-up round
+  const std::vector<size_t> order = explore(slot, [](size_t) { return 1; });
+  // Warm-up round 0 1 2, then round 1 reversed, round 2 forward; two calls a turn.
+  const std::vector<size_t> expected{0, 0, 1, 1, 2, 2, 2, 2, 1, 1, 0, 0, 0, 0, 1, 1, 2, 2};
+  EXPECT_EQ(order, expected);
+}
+
+TEST(OnlineSlot, ReportsEachCandidatesMedianTurnTimeIgnoringTheWarmUp) {
+  OnlineSlot slot(three(), /*trials=*/3, /*callsPerTurn=*/1, 100, 1000);
+  int calls[3] = {0, 0, 0};
+  explore(slot, [&](size_t c) -> int64_t {
+    const int k = calls[c]++;
+    if (k == 0) return 1'000'000;               // warm-up: must not count
+    if (c == 0) return k == 2 ? 900 : 100 * k;  // 100, 900, 300 -> median 300
+    if (c == 1) return 50;
+    return 70 + k;  // 71, 72, 73 -> 72
+  });
+  EXPECT_EQ(slot.summary(), (std::vector<int64_t>{300, 50, 72}));
+}
+
+TEST(OnlineSlot, TurnsAreTimedAsWholes) {
+  OnlineSlot slot(three(), /*trials=*/1, /*callsPerTurn=*/4, 100, 1000);
+  explore(slot, [](size_t c) -> int64_t { return static_cast<int64_t>(c + 1) * 10; });
+  EXPECT_EQ(slot.summary(), (std::vector<int64_t>{40, 80, 120}));
+}
+
+TEST(OnlineSlot, TheSmallestSumWinsTiesGoToTheModelsOrder) {
+  OnlineSlot slot(three(), 1, 1, 100, 1000);
+  explore(slot, [](size_t) { return 5; });
+  slot.decide({30, 20, 20});
+  ASSERT_TRUE(slot.settled());
+  EXPECT_EQ(slot.winner().algorithm, &kB);
+  EXPECT_EQ(slot.decisions(), 1);
+}
+
+TEST(OnlineSlot, ExploresAgainAfterAPeriodThatDoublesWhileTheWinnerStays) {
+  OnlineSlot slot(three(), 1, 1, /*firstPeriod=*/4, /*maxPeriod=*/8);
+  explore(slot, [](size_t) { return 5; });
+  slot.decide({1, 2, 3});
+  EXPECT_EQ(slot.period(), 4u);
+  for (int i = 0; i < 3; ++i) {
+    slot.countSettledCall();
+    EXPECT_TRUE(slot.settled());
+  }
+  slot.countSettledCall();  // the 4th settled call ends the period
+  EXPECT_FALSE(slot.settled());
+  EXPECT_FALSE(slot.timed());  // a fresh exploration starts with its warm-up
+  explore(slot, [](size_t) { return 5; });
+  slot.decide({1, 2, 3});  // same winner: look half as often
+  EXPECT_EQ(slot.period(), 8u);
+  for (int i = 0; i < 8; ++i) slot.countSettledCall();
+  explore(slot, [](size_t) { return 5; });
+  slot.decide({1, 2, 3});
+  EXPECT_EQ(slot.period(), 8u);  // capped
+  for (int i = 0; i < 8; ++i) slot.countSettledCall();
+  explore(slot, [](size_t) { return 5; });
+  slot.decide({9, 2, 3});  // a new winner: back to the first period
+  EXPECT_EQ(slot.winner().algorithm, &kB);
+  EXPECT_EQ(slot.period(), 4u);
+}
+
+TEST(OnlineTuner, CandidatesAreThePredictionsWithinTheMarginOfThePick) {
+  OnlineTuner tuner;
+  int asked = 0;
+  auto ranked = [&] {
+    ++asked;
+    return std::vector<Choice>{{&kA, transport::Protocol::kSimple, 10},
+                               {&kB, transport::Protocol::kSimple, 10 * OnlineTuner::marginFor(64) - 0.01},
+                               {&kC, transport::Protocol::kSimple, 10 * OnlineTuner::marginFor(64) + 0.01}};
+  };
+  const OnlineKey key{algo::CollType::kAllReduce, 16, DataType::kFloat32, RedOp::kSum, 0};
+  OnlineSlot* slot = tuner.slotFor(key, 64, ranked);
+  ASSERT_NE(slot, nullptr);
+  ASSERT_EQ(slot->candidates().size(), 2u);
+  EXPECT_EQ(slot->candidates()[0].algorithm, &kA);
+  EXPECT_EQ(slot->candidates()[1].algorithm, &kB);
+  EXPECT_EQ(tuner.slotFor(key, 64, ranked), slot);  // the same call, the same slot
+  EXPECT_EQ(asked, 1);
+  // Another root is another call.
+  EXPECT_NE(tuner.slotFor({algo::CollType::kAllReduce, 16, DataType::kFloat32, RedOp::kSum, 1}, 64, ranked), slot);
+}
+
+TEST(OnlineTuner, NothingToTuneWithOneCandidateOrAFullTable) {
+  OnlineTuner tuner;
+  auto alone = [] {
+    return std::vector<Choice>{{&kA, transport::Protocol::kSimple, 10}, {&kB, transport::Protocol::kSimple, 1000}};
+  };
+  EXPECT_EQ(tuner.slotFor({algo::CollType::kAllReduce, 1, DataType::kInt8, RedOp::kSum, 0}, 1, alone), nullptr);
+  auto pair = [] {
+    return std::vector<Choice>{{&kA, transport::Protocol::kSimple, 10}, {&kB, transport::Protocol::kSimple, 11}};
+  };
+  for (size_t i = 1; i < OnlineTuner::kMaxSlots; ++i)
+    EXPECT_NE(tuner.slotFor({algo::CollType::kAllReduce, 100 + i, DataType::kInt8, RedOp::kSum, 0}, 1, pair), nullptr);
+  EXPECT_EQ(tuner.slotFor({algo::CollType::kAllReduce, 99, DataType::kInt8, RedOp::kSum, 0}, 1, pair), nullptr);
+}
+
+TEST(OnlineTuner, LargeCallsExploreTheTwoBestPredictions) {
+  OnlineTuner tuner;
+  auto close = [] {
+    return std::vector<Choice>{{&kA, transport::Protocol::kSimple, 100},
+                               {&kB, transport::Protocol::kSimple, 101},
+                               {&kC, transport::Protocol::kSimple, 102}};
+  };
+  OnlineSlot* slot =
+      tuner.slotFor({algo::CollType::kAllReduce, 1 << 24, DataType::kFloat32, RedOp::kSum, 0}, 64.0 * (1 << 20), close);
+  ASSERT_NE(slot, nullptr);
+  EXPECT_EQ(slot->candidates().size(), 2u);
+}
+
+}  // namespace
+}  // namespace loom::tuner
