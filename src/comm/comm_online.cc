@@ -59,7 +59,7 @@ Status Communicator::agreeOnline(const algo::CollArgs& call, tuner::OnlineSlot& 
   algo::AlgoContext& ctx = ctxs[static_cast<int>(how.proto)];
   ctx.progress = diag_->progress();
   LOOM_TRY(how.algorithm->run(sum, ctx));
-  slot.decide(times);
+  slot.decide(times, nranks_);
   if (log_.enabled(LogLevel::kInfo, kSubsysTuner)) {
     std::string measured;
     for (size_t i = 0; i < times.size(); ++i)

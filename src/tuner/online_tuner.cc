@@ -5,15 +5,12 @@
 
 namespace loom::tuner {
 
-OnlineSlot::OnlineSlot(std::vector<Choice> candidates, int trials, int callsPerTurn, uint64_t firstPeriod,
-                       uint64_t maxPeriod)
+OnlineSlot::OnlineSlot(std::vector<Choice> candidates, int trials, int callsPerTurn, Periods periods)
     : candidates_(std::move(candidates)),
       rounds_(static_cast<size_t>(std::max(trials, 1)) + 1),
       perTurn_(static_cast<size_t>(std::max(callsPerTurn, 1))),
       times_(candidates_.size()),
-      period_(firstPeriod),
-      firstPeriod_(firstPeriod),
-      maxPeriod_(std::max(maxPeriod, firstPeriod)) {}
+      periods_(periods) {}
 
 void OnlineSlot::countSettledCall() {
   if (phase_ != Phase::kSettled || --left_ > 0) return;
@@ -61,17 +58,19 @@ std::vector<int64_t> OnlineSlot::summary() const {
   return medians;
 }
 
-void OnlineSlot::decide(const std::vector<int64_t>& summed) {
+void OnlineSlot::decide(const std::vector<int64_t>& summed, int nranks) {
   int best = 0;
   for (size_t i = 1; i < summed.size() && i < candidates_.size(); ++i)
     if (summed[i] < summed[static_cast<size_t>(best)]) best = static_cast<int>(i);
   // The same winner again: the machine is steady, look less often.
-  if (decisions_ > 0 && best == winner_)
-    period_ = std::min(period_ * 2, maxPeriod_);
-  else if (decisions_ > 0)
-    period_ = firstPeriod_;
+  doublings_ = decisions_ > 0 && best == winner_ ? std::min(doublings_ + 1, periods_.maxDoublings) : 0;
   winner_ = best;
   ++decisions_;
+  const int64_t perCall = std::max<int64_t>(
+      summed.empty() ? 1 : summed[static_cast<size_t>(best)] / std::max(nranks, 1) / static_cast<int64_t>(perTurn_), 1);
+  const uint64_t base = std::clamp<uint64_t>(static_cast<uint64_t>(periods_.recheckNanos / perCall), periods_.minCalls,
+                                             periods_.maxCalls);
+  period_ = std::min(base << doublings_, periods_.maxCalls);
   phase_ = Phase::kSettled;
   left_ = period_;
 }
@@ -79,8 +78,7 @@ void OnlineSlot::decide(const std::vector<int64_t>& summed) {
 int OnlineTuner::trialsFor(double bytes) {
   if (bytes < (64 << 10)) return 5;
   if (bytes < (1 << 20)) return 3;
-  if (bytes < (16 << 20)) return 3;
-  return 2;
+  return 3;
 }
 
 int OnlineTuner::callsPerTurnFor(double bytes) {
@@ -107,10 +105,8 @@ OnlineSlot* OnlineTuner::slotFor(const OnlineKey& key, double bytes,
   OnlineSlot* slot = nullptr;
   if (candidates.size() >= 2) {
     // Re-exploring costs (candidates - 1) x (trials + 1) turns of slower
-    // algorithms (up to 360 calls): every 4096 calls at first, then rarer.
-    constexpr uint64_t kFirstPeriod = 4096, kMaxPeriod = 1 << 20;
-    slot =
-        &slots_.emplace_back(std::move(candidates), trialsFor(bytes), callsPerTurnFor(bytes), kFirstPeriod, kMaxPeriod);
+    // algorithms: after about a second of calls, then rarer.
+    slot = &slots_.emplace_back(std::move(candidates), trialsFor(bytes), callsPerTurnFor(bytes), OnlineSlot::Periods{});
   }
   entries_.push_back({key, slot});
   return slot;

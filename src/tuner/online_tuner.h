@@ -15,9 +15,13 @@
 // `trials` timed rounds in alternating order. Each rank then holds its median
 // run time per candidate; one
 // all-reduce (sum, int64 nanoseconds: exact, so every rank computes the same
-// argmin) picks the winner, which every later call runs. After a period of
-// calls the slot explores again (the machine may have changed); the period
-// doubles while the winner stays and resets when it changes.
+// argmin) picks the winner, which every later call runs. After a period the
+// slot explores again (the machine may have changed). The period is counted
+// in calls, so that every rank re-explores at the same call, but sized from
+// the winner's summed time (the same on every rank) to about a second of
+// calls; it doubles while the winner stays, up to 64x, and resets when the
+// winner changes. At 8 B (0.2 us a call) a fixed count of a few thousand
+// calls re-explored every millisecond: ~1-2% of a latency benchmark.
 //
 // Pure logic, no communication: the communicator runs the agreement.
 #pragma once
@@ -35,9 +39,17 @@ namespace loom::tuner {
 
 class OnlineSlot {
  public:
+  // How long a winner runs before the next exploration.
+  struct Periods {
+    int64_t recheckNanos = 1'000'000'000;  // the winner's time per period
+    uint64_t minCalls = 256;
+    uint64_t maxCalls = uint64_t{1} << 26;
+    int maxDoublings = 6;  // while the same winner keeps winning
+  };
+
   // candidates[0] is the model's pick; `trials` timed rounds (>= 1) of
   // `callsPerTurn` consecutive calls per candidate.
-  OnlineSlot(std::vector<Choice> candidates, int trials, int callsPerTurn, uint64_t firstPeriod, uint64_t maxPeriod);
+  OnlineSlot(std::vector<Choice> candidates, int trials, int callsPerTurn, Periods periods);
 
   // Settled: the winner runs, and countSettledCall() counts the call.
   bool settled() const { return phase_ == Phase::kSettled; }
@@ -53,9 +65,10 @@ class OnlineSlot {
   void finishTrial(int64_t nanos);
   // This rank's median turn time per candidate, to be summed over ranks.
   std::vector<int64_t> summary() const;
-  // Sets the winner from the summed summaries (the smallest; ties go to the
-  // earlier candidate, the model's order) and settles.
-  void decide(const std::vector<int64_t>& summed);
+  // Sets the winner from the summaries summed over `nranks` ranks (the
+  // smallest; ties go to the earlier candidate, the model's order), sizes
+  // the period from it and settles.
+  void decide(const std::vector<int64_t>& summed, int nranks);
 
   const std::vector<Choice>& candidates() const { return candidates_; }
   uint64_t period() const { return period_; }
@@ -72,9 +85,9 @@ class OnlineSlot {
   size_t step_ = 0;  // calls of this exploration so far
   int winner_ = 0;
   uint64_t left_ = 0;  // settled calls before the next exploration
-  uint64_t period_;
-  uint64_t firstPeriod_;
-  uint64_t maxPeriod_;
+  Periods periods_;
+  uint64_t period_ = 0;
+  int doublings_ = 0;
   int decisions_ = 0;
 };
 

@@ -21,6 +21,8 @@ std::vector<Choice> three() {
           {&kC, transport::Protocol::kLL, 14}};
 }
 
+constexpr OnlineSlot::Periods kPeriods{0, 100, 1000, 6};
+
 // Runs one exploration: `nanos(candidate)` is the time of one call.
 template <typename Nanos>
 std::vector<size_t> explore(OnlineSlot& slot, Nanos nanos) {
@@ -34,7 +36,7 @@ std::vector<size_t> explore(OnlineSlot& slot, Nanos nanos) {
 }
 
 TEST(OnlineSlot, ExploresInTurnsOfConsecutiveCallsAlternatingTheOrder) {
-  OnlineSlot slot(three(), /*trials=*/2, /*callsPerTurn=*/2, 100, 1000);
+  OnlineSlot slot(three(), /*trials=*/2, /*callsPerTurn=*/2, kPeriods);
   EXPECT_FALSE(slot.timed());  // the warm-up round
   const std::vector<size_t> order = explore(slot, [](size_t) { return 1; });
   // Warm-up round 0 1 2, then round 1 reversed, round 2 forward; two calls a turn.
@@ -43,7 +45,7 @@ TEST(OnlineSlot, ExploresInTurnsOfConsecutiveCallsAlternatingTheOrder) {
 }
 
 TEST(OnlineSlot, ReportsEachCandidatesMedianTurnTimeIgnoringTheWarmUp) {
-  OnlineSlot slot(three(), /*trials=*/3, /*callsPerTurn=*/1, 100, 1000);
+  OnlineSlot slot(three(), /*trials=*/3, /*callsPerTurn=*/1, kPeriods);
   int calls[3] = {0, 0, 0};
   explore(slot, [&](size_t c) -> int64_t {
     const int k = calls[c]++;
@@ -56,43 +58,63 @@ TEST(OnlineSlot, ReportsEachCandidatesMedianTurnTimeIgnoringTheWarmUp) {
 }
 
 TEST(OnlineSlot, TurnsAreTimedAsWholes) {
-  OnlineSlot slot(three(), /*trials=*/1, /*callsPerTurn=*/4, 100, 1000);
+  OnlineSlot slot(three(), /*trials=*/1, /*callsPerTurn=*/4, kPeriods);
   explore(slot, [](size_t c) -> int64_t { return static_cast<int64_t>(c + 1) * 10; });
   EXPECT_EQ(slot.summary(), (std::vector<int64_t>{40, 80, 120}));
 }
 
 TEST(OnlineSlot, TheSmallestSumWinsTiesGoToTheModelsOrder) {
-  OnlineSlot slot(three(), 1, 1, 100, 1000);
+  OnlineSlot slot(three(), 1, 1, kPeriods);
   explore(slot, [](size_t) { return 5; });
-  slot.decide({30, 20, 20});
+  slot.decide({30, 20, 20}, 2);
   ASSERT_TRUE(slot.settled());
   EXPECT_EQ(slot.winner().algorithm, &kB);
   EXPECT_EQ(slot.decisions(), 1);
 }
 
-TEST(OnlineSlot, ExploresAgainAfterAPeriodThatDoublesWhileTheWinnerStays) {
-  OnlineSlot slot(three(), 1, 1, /*firstPeriod=*/4, /*maxPeriod=*/8);
-  explore(slot, [](size_t) { return 5; });
-  slot.decide({1, 2, 3});
-  EXPECT_EQ(slot.period(), 4u);
-  for (int i = 0; i < 3; ++i) {
+// Settled calls until the next exploration starts.
+uint64_t callsUntilExploring(OnlineSlot& slot) {
+  uint64_t calls = 0;
+  while (slot.settled()) {
     slot.countSettledCall();
-    EXPECT_TRUE(slot.settled());
+    ++calls;
   }
-  slot.countSettledCall();  // the 4th settled call ends the period
-  EXPECT_FALSE(slot.settled());
+  return calls;
+}
+
+TEST(OnlineSlot, ThePeriodIsAboutRecheckTimeOfTheWinnersCalls) {
+  // recheck 1 ms; the winner's turns summed over 2 ranks: 2 x 4 calls x 10 us.
+  const OnlineSlot::Periods periods{1'000'000, 4, 1 << 20, 2};
+  OnlineSlot slot(three(), 1, /*callsPerTurn=*/4, periods);
+  explore(slot, [](size_t) { return 5; });
+  slot.decide({80'000, 90'000, 95'000}, 2);  // 10 us a call: 100 calls in 1 ms
+  EXPECT_EQ(slot.period(), 100u);
+  EXPECT_EQ(callsUntilExploring(slot), 100u);
   EXPECT_FALSE(slot.timed());  // a fresh exploration starts with its warm-up
   explore(slot, [](size_t) { return 5; });
-  slot.decide({1, 2, 3});  // same winner: look half as often
-  EXPECT_EQ(slot.period(), 8u);
-  for (int i = 0; i < 8; ++i) slot.countSettledCall();
+  slot.decide({80'000, 90'000, 95'000}, 2);  // the same winner: look half as often
+  EXPECT_EQ(slot.period(), 200u);
+  EXPECT_EQ(callsUntilExploring(slot), 200u);
   explore(slot, [](size_t) { return 5; });
-  slot.decide({1, 2, 3});
-  EXPECT_EQ(slot.period(), 8u);  // capped
-  for (int i = 0; i < 8; ++i) slot.countSettledCall();
+  slot.decide({80'000, 90'000, 95'000}, 2);
+  EXPECT_EQ(slot.period(), 400u);
+  callsUntilExploring(slot);
   explore(slot, [](size_t) { return 5; });
-  slot.decide({9, 2, 3});  // a new winner: back to the first period
+  slot.decide({80'000, 90'000, 95'000}, 2);
+  EXPECT_EQ(slot.period(), 400u);  // at most 2 doublings here
+  callsUntilExploring(slot);
+  explore(slot, [](size_t) { return 5; });
+  slot.decide({900'000, 8'000, 95'000}, 2);  // a new winner, 1 us a call: 1000 calls, no doubling
   EXPECT_EQ(slot.winner().algorithm, &kB);
+  EXPECT_EQ(slot.period(), 1000u);
+  callsUntilExploring(slot);
+  explore(slot, [](size_t) { return 5; });
+  slot.decide({1, 0, 3}, 2);  // faster than a nanosecond: capped at maxCalls
+  EXPECT_EQ(slot.period(), uint64_t{1} << 20);
+  callsUntilExploring(slot);
+  explore(slot, [](size_t) { return 5; });
+  slot.decide({1'000'000'000, 1'000'000'000, 3'000'000'000}, 2);  // 125 ms a call: minCalls
+  EXPECT_EQ(slot.winner().algorithm, &kA);
   EXPECT_EQ(slot.period(), 4u);
 }
 
