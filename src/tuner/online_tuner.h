@@ -66,8 +66,10 @@ class OnlineSlot {
   // This rank's median turn time per candidate, to be summed over ranks.
   std::vector<int64_t> summary() const;
   // Sets the winner from the summaries summed over `nranks` ranks (the
-  // smallest; ties go to the earlier candidate, the model's order), sizes
-  // the period from it and settles.
+  // smallest, unless the incumbent, the model's pick at first, is within
+  // kMinGain of it; ties go to the earlier candidate), sizes the period from
+  // it and settles.
+  static constexpr double kMinGain = 0.04;
   void decide(const std::vector<int64_t>& summed, int nranks);
 
   const std::vector<Choice>& candidates() const { return candidates_; }

@@ -35,6 +35,16 @@ std::vector<size_t> explore(OnlineSlot& slot, Nanos nanos) {
   return order;
 }
 
+// Settled calls until the next exploration starts.
+uint64_t callsUntilExploring(OnlineSlot& slot) {
+  uint64_t calls = 0;
+  while (slot.settled()) {
+    slot.countSettledCall();
+    ++calls;
+  }
+  return calls;
+}
+
 TEST(OnlineSlot, ExploresInTurnsOfConsecutiveCallsAlternatingTheOrder) {
   OnlineSlot slot(three(), /*trials=*/2, /*callsPerTurn=*/2, kPeriods);
   EXPECT_FALSE(slot.timed());  // the warm-up round
@@ -72,14 +82,19 @@ TEST(OnlineSlot, TheSmallestSumWinsTiesGoToTheModelsOrder) {
   EXPECT_EQ(slot.decisions(), 1);
 }
 
-// Settled calls until the next exploration starts.
-uint64_t callsUntilExploring(OnlineSlot& slot) {
-  uint64_t calls = 0;
-  while (slot.settled()) {
-    slot.countSettledCall();
-    ++calls;
-  }
-  return calls;
+TEST(OnlineSlot, TheIncumbentStaysUnlessBeatenByMoreThanTheMinimumGain) {
+  OnlineSlot slot(three(), 1, 1, kPeriods);
+  explore(slot, [](size_t) { return 5; });
+  slot.decide({1000, 970, 990}, 2);  // 3% faster: the model's pick stays
+  EXPECT_EQ(slot.winner().algorithm, &kA);
+  callsUntilExploring(slot);
+  explore(slot, [](size_t) { return 5; });
+  slot.decide({1000, 950, 990}, 2);  // 5%: the challenger wins
+  EXPECT_EQ(slot.winner().algorithm, &kB);
+  callsUntilExploring(slot);
+  explore(slot, [](size_t) { return 5; });
+  slot.decide({980, 1000, 990}, 2);  // now B is the incumbent and A only 2% ahead
+  EXPECT_EQ(slot.winner().algorithm, &kB);
 }
 
 TEST(OnlineSlot, ThePeriodIsAboutRecheckTimeOfTheWinnersCalls) {
@@ -113,7 +128,7 @@ TEST(OnlineSlot, ThePeriodIsAboutRecheckTimeOfTheWinnersCalls) {
   EXPECT_EQ(slot.period(), uint64_t{1} << 20);
   callsUntilExploring(slot);
   explore(slot, [](size_t) { return 5; });
-  slot.decide({1'000'000'000, 1'000'000'000, 3'000'000'000}, 2);  // 125 ms a call: minCalls
+  slot.decide({1'000'000'000, 2'000'000'000, 3'000'000'000}, 2);  // 125 ms a call: minCalls
   EXPECT_EQ(slot.winner().algorithm, &kA);
   EXPECT_EQ(slot.period(), 4u);
 }
