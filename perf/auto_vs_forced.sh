@@ -25,7 +25,8 @@
 #                                        auto's first exploration (online tuning: up to 384
 #                                        calls below 64 KiB, 64 below 1 MiB, 8 above), a
 #                                        one-time cost per repeated call, as in a training loop
-#   THRESHOLD (1.05), RECHECK_REPS (15)  re-measure sizes above it (RECHECK=0: never)
+#   THRESHOLD (1.05), RECHECK_REPS (15)  re-measure sizes above it (RECHECK=0: never), in
+#   RECHECK_REPS_SMALL (41)              RECHECK_REPS rounds, RECHECK_REPS_SMALL below 256 KiB
 #   OUT (perf/results)                   where auto_vs_forced_np<N>.txt go
 #   RUN_TIMEOUT (600)                    seconds one tool run may take
 #   DTYPE (float), OP (sum)
@@ -40,6 +41,7 @@ factor=${FACTOR:-4}
 threshold=${THRESHOLD:-1.05}
 recheck=${RECHECK:-1}
 recheck_reps=${RECHECK_REPS:-15}
+recheck_reps_small=${RECHECK_REPS_SMALL:-41}
 outdir=${OUT:-perf/results}
 run_timeout=${RUN_TIMEOUT:-600}
 dtype=${DTYPE:-float}
@@ -116,10 +118,13 @@ for n in $ranks_list; do
     for s in $(cat "$work"/main."$n".*.log 2>/dev/null |
                awk -v th="$threshold" '!/^#/ && NF > 2 && $NF ~ /^[0-9.]+$/ && $NF + 0 > th { print $1 }'); do
       read -r iters warmup <<<"$(tier "$s")"
-      run_tool "$n" "$s" "$s" "$iters" "$warmup" "$recheck_reps" "$work/recheck.$n.$s.log" || status=1
+      # Below 256 KiB a round takes milliseconds: more of them cost little.
+      rounds=$recheck_reps
+      ((s < 256 << 10)) && rounds=$recheck_reps_small
+      run_tool "$n" "$s" "$s" "$iters" "$warmup" "$rounds" "$work/recheck.$n.$s.log" || status=1
     done
   fi
-  python3 - "$work" "$n" "$threshold" "$reps" "$recheck_reps" "$outdir/auto_vs_forced_np$n.txt" "$context" <<'PY'
+  python3 - "$work" "$n" "$threshold" "$reps" "$recheck_reps_small/$recheck_reps" "$outdir/auto_vs_forced_np$n.txt" "$context" <<'PY'
 import glob, re, sys
 work, n, threshold, reps, recheck_reps, out, context = sys.argv[1:8]
 threshold = float(threshold)
@@ -190,7 +195,7 @@ else:
         lines.append(row + extra)
     lines.append(f"# worst paired: {worst[0]:.3f} at {worst[1]} B")
     lines.append(f"# worst paired, re-measured where above {threshold}: {worst_confirmed[0]:.3f} at "
-                 f"{worst_confirmed[1]} B ({recheck_reps} rounds alone)")
+                 f"{worst_confirmed[1]} B ({recheck_reps} rounds alone below/from 256 KiB)")
     medians = [float(f[-2]) for f in (r.split() for r in rows.values()) if re.fullmatch(r"[0-9.]+", f[-2])]
     if medians:
         lines.append(f"# worst auto/best (ratio of medians, first runs): {max(medians):.3f}")
