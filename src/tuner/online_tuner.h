@@ -11,17 +11,21 @@
 // (the candidates predicted within a margin of its pick, at most a few) runs
 // in turns, each turn a run of consecutive calls timed as a whole (at 4 ranks
 // on 2 cores one call may wait milliseconds for a descheduled peer: a run
-// averages that in as a loop of calls does): one untimed warm-up round, then
+// averages that in as a loop of calls does; its first call, which waits out
+// the previous candidate's skew, does not count): one untimed warm-up round, then
 // `trials` timed rounds in alternating order. Each rank then holds its median
 // run time per candidate; one
 // all-reduce (sum, int64 nanoseconds: exact, so every rank computes the same
 // argmin) picks the winner, which every later call runs. After a period the
 // slot explores again (the machine may have changed). The period is counted
 // in calls, so that every rank re-explores at the same call, but sized from
-// the winner's summed time (the same on every rank) to about a second of
-// calls; it doubles while the winner stays, up to 64x, and resets when the
+// the winner's summed time (the same on every rank) to about 0.1 s of calls;
+// it doubles while the winner stays, up to 64x (6.4 s), and resets when the
 // winner changes. At 8 B (0.2 us a call) a fixed count of a few thousand
-// calls re-explored every millisecond: ~1-2% of a latency benchmark.
+// calls re-explored every millisecond: ~1-2% of a latency benchmark. A short
+// first period bounds how long a decision made in a passing state of the
+// machine lasts (at 4 ranks on 2 cores one exploration chose hd at 512 KiB
+// where the ring was 1.36x faster for the rest of the run).
 //
 // Pure logic, no communication: the communicator runs the agreement.
 #pragma once
@@ -41,7 +45,7 @@ class OnlineSlot {
  public:
   // How long a winner runs before the next exploration.
   struct Periods {
-    int64_t recheckNanos = 1'000'000'000;  // the winner's time per period
+    int64_t recheckNanos = 100'000'000;  // the winner's time per period, at first
     uint64_t minCalls = 256;
     uint64_t maxCalls = uint64_t{1} << 26;
     int maxDoublings = 6;  // while the same winner keeps winning
