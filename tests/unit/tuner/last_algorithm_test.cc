@@ -7,17 +7,11 @@
 #include <vector>
 
 #include "loom/loom.h"
+#include "scoped_env.h"
 
 namespace {
 
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) { setenv(name, value, 1); }
-  ~ScopedEnv() { unsetenv(name_); }
-
- private:
-  const char* name_;
-};
+using loom::testing::ScopedEnv;
 
 std::vector<loomComm_t> clique(int n) {
   std::vector<loomComm_t> comms(static_cast<size_t>(n), nullptr);

@@ -13,17 +13,11 @@
 #include <vector>
 
 #include "loom/loom.h"
+#include "scoped_env.h"
 
 namespace {
 
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) { setenv(name, value, 1); }
-  ~ScopedEnv() { unsetenv(name_); }
-
- private:
-  const char* name_;
-};
+using loom::testing::ScopedEnv;
 
 // Each rank's algorithm per call, after `calls` blocking all-reduces of `count` int32.
 std::vector<std::vector<std::string>> runCalls(int nranks, size_t count, int calls) {
