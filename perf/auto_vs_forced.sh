@@ -23,7 +23,7 @@
 #   ITERS_SMALL/MEDIUM/LARGE (200/20/2)  calls per round below 256 KiB / below 16 MiB / above
 #   WARMUP_SMALL/MEDIUM/LARGE (400/96/17) warm-up calls per communicator and size: cover
 #                                        auto's first exploration (online tuning: up to 384
-#                                        calls below 64 KiB, 96 below 1 MiB, 16 above), a
+#                                        calls below 64 KiB, 96 below 1 MiB, 24 below 16 MiB, 16 above), a
 #                                        one-time cost per repeated call, as in a training loop
 #   THRESHOLD (1.05), RECHECK_REPS (15)  re-measure sizes above it (RECHECK=0: never), in
 #   RECHECK_REPS_SMALL (41)              RECHECK_REPS rounds, RECHECK_REPS_SMALL below 256 KiB

@@ -28,7 +28,7 @@
 # switches between states that last seconds (2 ranks at 8 B: 0.15, 0.23 or
 # 0.45 us a call, for both libraries), so a median of 5 short runs is mostly
 # a draw of states; the extra runs alternate the two libraries like the rest.
-# Environment knobs: REPS (5), SMALL_REPS (15), ITERS (20), MID_WARMUP (400), LARGE_WARMUP (20), RANKS ("2 4"),
+# Environment knobs: REPS (5), SMALL_REPS (15), ITERS (20), MID_WARMUP (400), LARGE_WARMUP (25), RANKS ("2 4"),
 # DTYPE (float), OP (sum), MPIRUN_ARGS (extra mpirun flags).
 #
 # Open MPI 4.1 is run on loopback shared memory only: --mca btl self,vader,
@@ -75,10 +75,10 @@ small_range="-b 8 -e 8K -f 4"
 mid_range="-b 32K -e 512K -f 4"
 all_ranges=("$small_range" "$mid_range" "-b 2M -e 32M -f 4" "-b 64M -e 64M")
 # Warm-ups that cover Loom's first exploration of each size (online tuning,
-# README: up to 384 calls below 64 KiB, 96 below 1 MiB, 16 above), so that
+# README: up to 384 calls below 64 KiB, 96 below 1 MiB, 24 below 16 MiB, 16 above), so that
 # the timed calls measure what a loop repeating the call gets; MPI gets the same.
 mid_warmup=${MID_WARMUP:-400}
-large_warmup=${LARGE_WARMUP:-20}
+large_warmup=${LARGE_WARMUP:-25}
 
 # run_tool LIBRARY NRANKS REP RANGE...: appends the tool's table rows to $work/LIBRARY.NRANKS.REP
 run_tool() {

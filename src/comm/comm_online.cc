@@ -62,10 +62,11 @@ Status Communicator::agreeOnline(const algo::CollArgs& call, tuner::OnlineSlot& 
   slot.decide(times, nranks_);
   if (log_.enabled(LogLevel::kInfo, kSubsysTuner)) {
     std::string measured;
+    const std::vector<double> weighed = slot.evidence();
     for (size_t i = 0; i < times.size(); ++i)
-      measured +=
-          strprintf(" %s/%s=%.1f", slot.candidates()[i].algorithm->name,
-                    transport::protocolName(slot.candidates()[i].proto), static_cast<double>(times[i]) / nranks_ / 1e3);
+      measured += strprintf(" %s/%s=%.1f (weighed with earlier checks %.3f)", slot.candidates()[i].algorithm->name,
+                            transport::protocolName(slot.candidates()[i].proto),
+                            static_cast<double>(times[i]) / nranks_ / 1e3, i < weighed.size() ? weighed[i] : 0.0);
     LOOM_INFO(log_, kSubsysTuner,
               "online: %s %.0f B (%d ranks): %s (decision %d), measured us (median per rank, mean over ranks):%s; "
               "next check in %llu calls",

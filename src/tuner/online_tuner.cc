@@ -1,6 +1,7 @@
 #include "tuner/online_tuner.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <utility>
 
 namespace loom::tuner {
@@ -10,6 +11,7 @@ OnlineSlot::OnlineSlot(std::vector<Choice> candidates, int trials, int callsPerT
       rounds_(static_cast<size_t>(std::max(trials, 1)) + 1),
       perTurn_(static_cast<size_t>(std::max(callsPerTurn, 1))),
       times_(candidates_.size()),
+      evidence_(candidates_.size(), 0),
       periods_(periods) {}
 
 void OnlineSlot::countSettledCall() {
@@ -49,6 +51,15 @@ void OnlineSlot::finishTrial(int64_t nanos) {
   ++step_;
 }
 
+std::vector<double> OnlineSlot::evidence() const {
+  Wide least = 0;
+  for (Wide e : evidence_)
+    if (e > 0 && (least == 0 || e < least)) least = e;
+  std::vector<double> relative;
+  for (Wide e : evidence_) relative.push_back(least == 0 ? 0.0 : static_cast<double>(e) / static_cast<double>(least));
+  return relative;
+}
+
 std::vector<int64_t> OnlineSlot::summary() const {
   std::vector<int64_t> medians;
   for (std::vector<int64_t> t : times_) {
@@ -64,17 +75,38 @@ std::vector<int64_t> OnlineSlot::summary() const {
 }
 
 void OnlineSlot::decide(const std::vector<int64_t>& summed, int nranks) {
+  // Evidence builds up over explorations: each adds its times relative to
+  // its fastest candidate, and what came before counts half as much each
+  // time. One exploration has few samples (at 8 MiB, 4 ranks on 2 cores, two
+  // of eight single explorations put the tree ahead of a ring that was 1.2x
+  // faster over the run, and their winner then ran a whole period); a state
+  // of the machine that lasts decides within two or three, a large gain at
+  // once. An exploration also counts in inverse proportion to its fastest
+  // time: being descheduled only ever adds time, so the faster exploration
+  // was the less disturbed one (a first exploration at 8 MiB, overlapping
+  // fresh buffers' page faults, read 4x the later times and the other way
+  // round). Integers only: every rank must reach the same winner bit for bit.
+  int64_t fastest = INT64_MAX;
+  for (size_t i = 0; i < summed.size() && i < candidates_.size(); ++i) fastest = std::min(fastest, summed[i]);
+  fastest = std::max<int64_t>(fastest, 1);
+  for (size_t i = 0; i < evidence_.size(); ++i) {
+    const int64_t t = i < summed.size() ? std::max<int64_t>(summed[i], 0) : fastest;
+    // t / fastest in 1/2^32 units, capped so that sums cannot overflow
+    // (at most 2^52 here, 2^100 after the shift, 2^101 summed).
+    const Wide ratio = t / fastest >= kMaxRatio ? Wide{kMaxRatio} << 32
+                                                : (Wide(t / fastest) << 32) + (Wide(t % fastest) << 32) / Wide(fastest);
+    evidence_[i] = evidence_[i] / 2 + (ratio << 48) / Wide(fastest);
+  }
   int best = 0;
-  for (size_t i = 1; i < summed.size() && i < candidates_.size(); ++i)
-    if (summed[i] < summed[static_cast<size_t>(best)]) best = static_cast<int>(i);
+  for (size_t i = 1; i < evidence_.size(); ++i)
+    if (evidence_[i] < evidence_[static_cast<size_t>(best)]) best = static_cast<int>(i);
   // The incumbent (the model's pick at first, then the last winner) keeps
   // its place unless beaten clearly: at 2 ranks, 8 B, an exploration that
   // overlapped the program's start measured every candidate within 1% of the
   // others (122 us a turn, peers arriving late), and a bare argmin there is
   // a coin toss that can trade a 0.16 us algorithm for a slower one.
   const size_t incumbent = decisions_ > 0 ? static_cast<size_t>(winner_) : 0;
-  if (incumbent < summed.size() &&
-      static_cast<double>(summed[static_cast<size_t>(best)]) * (1 + kMinGain) >= static_cast<double>(summed[incumbent]))
+  if (evidence_[static_cast<size_t>(best)] * (100 + kMinGainPercent) >= evidence_[incumbent] * 100u)
     best = static_cast<int>(incumbent);
   // The same winner again: the machine is steady, look less often.
   doublings_ = decisions_ > 0 && best == winner_ ? std::min(doublings_ + 1, periods_.maxDoublings) : 0;
@@ -89,7 +121,12 @@ void OnlineSlot::decide(const std::vector<int64_t>& summed, int nranks) {
   left_ = period_;
 }
 
-int OnlineTuner::trialsFor(double bytes) { return bytes < (1 << 20) ? 5 : 3; }
+int OnlineTuner::trialsFor(double bytes) {
+  // Up to 16 MiB a turn times one call: three of them per candidate was too
+  // few at 4 ranks on 2 cores (8 MiB). Above, an exploration already takes
+  // about a second.
+  return bytes < (16 << 20) ? 5 : 3;
+}
 
 int OnlineTuner::callsPerTurnFor(double bytes) {
   if (bytes < (64 << 10)) return 16;

@@ -16,7 +16,10 @@
 // `trials` timed rounds in alternating order. Each rank then holds its median
 // run time per candidate; one
 // all-reduce (sum, int64 nanoseconds: exact, so every rank computes the same
-// argmin) picks the winner, which every later call runs. After a period the
+// winner) adds up the ranks' times; the winner, which every later call runs,
+// is the fastest over this and, at half weight each time back, the earlier
+// explorations, each also weighed by 1 / its fastest time (the least
+// disturbed counts most). After a period the
 // slot explores again (the machine may have changed). The period is counted
 // in calls, so that every rank re-explores at the same call, but sized from
 // the winner's summed time (the same on every rank) to about 0.1 s of calls;
@@ -69,14 +72,18 @@ class OnlineSlot {
   void finishTrial(int64_t nanos);
   // This rank's median turn time per candidate, to be summed over ranks.
   std::vector<int64_t> summary() const;
-  // Sets the winner from the summaries summed over `nranks` ranks (the
-  // smallest, unless the incumbent, the model's pick at first, is within
-  // kMinGain of it; ties go to the earlier candidate), sizes the period from
-  // it and settles.
-  static constexpr double kMinGain = 0.04;
+  // Sets the winner from the summaries summed over `nranks` ranks, weighed
+  // with the earlier explorations' (halved at each one): the fastest, unless
+  // the incumbent, the model's pick at first, is within kMinGainPercent of
+  // it; ties go to the earlier candidate. Sizes the period from it and
+  // settles.
+  static constexpr int64_t kMinGainPercent = 4;
   void decide(const std::vector<int64_t>& summed, int nranks);
 
   const std::vector<Choice>& candidates() const { return candidates_; }
+  // The weighed evidence after the last decision, per candidate, relative to
+  // the best's (1.0; all 0 before the first decision).
+  std::vector<double> evidence() const;
   uint64_t period() const { return period_; }
   int decisions() const { return decisions_; }
 
@@ -87,6 +94,12 @@ class OnlineSlot {
   size_t perTurn_;                           // consecutive calls of one candidate
   std::vector<std::vector<int64_t>> times_;  // per candidate, this exploration's timed turns
   int64_t turnNanos_ = 0;                    // the current turn's calls so far
+  // Per candidate: the sum over explorations of (its time / the fastest's)
+  // / the fastest's time in ns, x 2^80, each earlier exploration halved once
+  // per later one. 128 bits: ratios up to kMaxRatio, times from 1 ns.
+  __extension__ typedef unsigned __int128 Wide;
+  static constexpr int64_t kMaxRatio = int64_t{1} << 20;
+  std::vector<Wide> evidence_;
   Phase phase_ = Phase::kExploring;
   size_t step_ = 0;  // calls of this exploration so far
   int winner_ = 0;
@@ -124,7 +137,7 @@ class OnlineTuner {
   // pick) a prediction may be to be one. Small calls are cheap to time often
   // and the model is least sure there (at 4 ranks on 2 cores it put the tree
   // at 2.1x hd at 128 KiB, where the tree was fastest in some runs); large
-  // ones take the two best predictions and fewer rounds.
+  // ones take the two best predictions, and from 16 MiB fewer rounds.
   static int trialsFor(double bytes);
   static int callsPerTurnFor(double bytes);
   static size_t candidatesFor(double bytes);

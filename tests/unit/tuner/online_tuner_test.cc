@@ -130,9 +130,71 @@ TEST(OnlineSlot, ThePeriodIsAboutRecheckTimeOfTheWinnersCalls) {
   EXPECT_EQ(slot.period(), uint64_t{1} << 20);
   callsUntilExploring(slot);
   explore(slot, [](size_t) { return 5; });
-  slot.decide({1'000'000'000, 2'000'000'000, 3'000'000'000}, 2);  // 125 ms a call: minCalls
+  slot.decide({1'000'000'000, 2'000'000'000, 3'000'000'000}, 2);  // A, 125 ms a call, but B's record outweighs it
+  EXPECT_EQ(slot.winner().algorithm, &kB);
+  EXPECT_EQ(slot.period(), 16u);  // B, 250 ms a call: minCalls, doubled twice as B stays
+}
+
+TEST(OnlineSlot, EarlierExplorationsCountHalfAsMuchEachTime) {
+  OnlineSlot slot(three(), 1, 1, kPeriods);
+  auto again = [&](std::vector<int64_t> summed) {
+    callsUntilExploring(slot);
+    explore(slot, [](size_t) { return 5; });
+    slot.decide(summed, 2);
+    return slot.winner().algorithm;
+  };
+  explore(slot, [](size_t) { return 5; });
+  slot.decide({1000, 1200, 1500}, 2);  // A; evidence 1, 1.2, 1.5
   EXPECT_EQ(slot.winner().algorithm, &kA);
-  EXPECT_EQ(slot.period(), 4u);
+  ASSERT_EQ(slot.evidence().size(), 3u);
+  EXPECT_NEAR(slot.evidence()[0], 1.0, 1e-9);
+  EXPECT_NEAR(slot.evidence()[1], 1.2, 1e-6);
+  EXPECT_NEAR(slot.evidence()[2], 1.5, 1e-6);
+  // One exploration with B 6% ahead does not undo A's 20% lead: A 0.5 + 1.06,
+  // B 0.6 + 1.
+  EXPECT_EQ(again({1060, 1000, 1500}), &kA);
+  // The same again: A 0.78 + 1.06 = 1.84, B 0.8 + 1 = 1.8, 2% apart, A stays.
+  EXPECT_EQ(again({1060, 1000, 1500}), &kA);
+  // A third time: A 0.92 + 1.06 = 1.98, B 0.9 + 1 = 1.9, 4.2% apart: B.
+  EXPECT_EQ(again({1060, 1000, 1500}), &kB);
+  // A large gain wins at once: C at half B's time.
+  EXPECT_EQ(again({2000, 1000, 500}), &kC);
+  // Times are relative to each exploration's fastest: a machine twice as slow
+  // (everything doubled) ranks the candidates the same.
+  OnlineSlot fast(three(), 1, 1, kPeriods), slow(three(), 1, 1, kPeriods);
+  explore(fast, [](size_t) { return 5; });
+  explore(slow, [](size_t) { return 5; });
+  fast.decide({1000, 1100, 1300}, 2);
+  slow.decide({2000, 2200, 2600}, 2);
+  for (size_t i = 0; i < 3; ++i) EXPECT_NEAR(fast.evidence()[i], slow.evidence()[i], 1e-9);
+}
+
+TEST(OnlineSlot, ASlowerExplorationCountsLessItWasTheMoreDisturbed) {
+  OnlineSlot slot(three(), 1, 1, kPeriods);
+  explore(slot, [](size_t) { return 5; });
+  slot.decide({4000, 3600, 6000}, 2);  // a disturbed start: B 10% ahead
+  EXPECT_EQ(slot.winner().algorithm, &kB);
+  callsUntilExploring(slot);
+  explore(slot, [](size_t) { return 5; });
+  // A steady machine, 3.6x faster, with A 8% ahead. Weighed by 1/fastest:
+  // A 0.5 x 1.111 / 3600 + 1 / 1000, B 0.5 x 1 / 3600 + 1.08 / 1000, A 5.6%
+  // ahead. Weighed alike, B would stay (A 1.556, B 1.58: 1.6%).
+  slot.decide({1000, 1080, 1500}, 2);
+  EXPECT_EQ(slot.winner().algorithm, &kA);
+  EXPECT_NEAR(slot.evidence()[1], (0.5 / 3600 + 1.08 / 1000) / (0.5 * 4000 / 3600 / 3600 + 1.0 / 1000), 1e-6);
+}
+
+TEST(OnlineSlot, AHungCandidateCannotOverflowTheEvidence) {
+  OnlineSlot slot(three(), 1, 1, kPeriods);
+  for (int i = 0; i < 100; ++i) {
+    explore(slot, [](size_t) { return 5; });
+    slot.decide({1, INT64_MAX / 4, 0}, 2);
+    callsUntilExploring(slot);
+  }
+  EXPECT_EQ(slot.winner().algorithm, &kC);  // 0 ns: the fastest (relative to 1 ns)
+  // B's ratio is capped (2^20) and its evidence stays finite and ordered.
+  EXPECT_GT(slot.evidence()[1], slot.evidence()[0]);
+  EXPECT_LE(slot.evidence()[1], double{1 << 20} * 1.0001);
 }
 
 TEST(OnlineTuner, CandidatesAreThePredictionsWithinTheMarginOfThePick) {
