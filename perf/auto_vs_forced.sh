@@ -21,9 +21,9 @@
 #   MIN (8), MAX (256M), FACTOR (4)      sizes MIN, MIN*FACTOR, ... up to MAX
 #   REPS (7)                             interleaved rounds per size (median counts)
 #   ITERS_SMALL/MEDIUM/LARGE (200/20/2)  calls per round below 256 KiB / below 16 MiB / above
-#   WARMUP_SMALL/MEDIUM/LARGE (400/96/17) warm-up calls per communicator and size: cover
+#   WARMUP_SMALL/MEDIUM/LARGE (400/96/25) warm-up calls per communicator and size: cover
 #                                        auto's first exploration (online tuning: up to 384
-#                                        calls below 64 KiB, 96 below 1 MiB, 24 below 16 MiB, 16 above), a
+#                                        calls below 64 KiB, 96 below 1 MiB, 24 above), a
 #                                        one-time cost per repeated call, as in a training loop
 #   THRESHOLD (1.05), RECHECK_REPS (15)  re-measure sizes above it (RECHECK=0: never), in
 #   RECHECK_REPS_SMALL (41)              RECHECK_REPS rounds, RECHECK_REPS_SMALL below 256 KiB
@@ -73,7 +73,7 @@ done
 tier() {
   if (($1 < 256 << 10)); then echo "${ITERS_SMALL:-200} ${WARMUP_SMALL:-400}"
   elif (($1 < 16 << 20)); then echo "${ITERS_MEDIUM:-20} ${WARMUP_MEDIUM:-96}"
-  else echo "${ITERS_LARGE:-2} ${WARMUP_LARGE:-17}"; fi
+  else echo "${ITERS_LARGE:-2} ${WARMUP_LARGE:-25}"; fi
 }
 
 # run_tool NRANKS FIRST LAST ITERS WARMUP REPS LOG: one --algos run.

@@ -75,7 +75,7 @@ small_range="-b 8 -e 8K -f 4"
 mid_range="-b 32K -e 512K -f 4"
 all_ranges=("$small_range" "$mid_range" "-b 2M -e 32M -f 4" "-b 64M -e 64M")
 # Warm-ups that cover Loom's first exploration of each size (online tuning,
-# README: up to 384 calls below 64 KiB, 96 below 1 MiB, 24 below 16 MiB, 16 above), so that
+# README: up to 384 calls below 64 KiB, 96 below 1 MiB, 24 above), so that
 # the timed calls measure what a loop repeating the call gets; MPI gets the same.
 mid_warmup=${MID_WARMUP:-400}
 large_warmup=${LARGE_WARMUP:-25}

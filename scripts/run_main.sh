@@ -15,7 +15,7 @@ if [[ -z ${LOOM_TUNING_FILE:-} ]]; then
   export LOOM_TUNING_FILE=$BUILD_DIR/loom.tuning
 fi
 # Two runs: the warm-ups cover the tuner's first exploration of each size
-# (online tuning: up to 384 calls below 64 KiB, 96 below 1 MiB, 24 below 16 MiB, 16 above),
+# (online tuning: up to 384 calls below 64 KiB, 96 below 1 MiB, 24 above),
 # so the timed calls show what a loop repeating the call gets.
 echo "== loomrun -n $NRANKS all_reduce_perf -b 8 -e 64M -f 2   (LOOM_TUNING_FILE=$LOOM_TUNING_FILE)"
 "$BUILD_DIR/bin/loomrun" -n "$NRANKS" "$BUILD_DIR/bin/all_reduce_perf" -b 8 -e 512K -f 2 -w 400 -n 20

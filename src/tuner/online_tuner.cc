@@ -121,13 +121,6 @@ void OnlineSlot::decide(const std::vector<int64_t>& summed, int nranks) {
   left_ = period_;
 }
 
-int OnlineTuner::trialsFor(double bytes) {
-  // Up to 16 MiB a turn times one call: three of them per candidate was too
-  // few at 4 ranks on 2 cores (8 MiB). Above, an exploration already takes
-  // about a second.
-  return bytes < (16 << 20) ? 5 : 3;
-}
-
 int OnlineTuner::callsPerTurnFor(double bytes) {
   if (bytes < (64 << 10)) return 16;
   if (bytes < (1 << 20)) return 4;
@@ -153,7 +146,7 @@ OnlineSlot* OnlineTuner::slotFor(const OnlineKey& key, double bytes,
   if (candidates.size() >= 2) {
     // Re-exploring costs (candidates - 1) x (trials + 1) turns of slower
     // algorithms: after about 0.1 s of calls, then rarer.
-    slot = &slots_.emplace_back(std::move(candidates), trialsFor(bytes), callsPerTurnFor(bytes), OnlineSlot::Periods{});
+    slot = &slots_.emplace_back(std::move(candidates), kTrials, callsPerTurnFor(bytes), OnlineSlot::Periods{});
   }
   entries_.push_back({key, slot});
   return slot;

@@ -133,12 +133,15 @@ class OnlineTuner {
   // `shortlist` is asked only when the key is new.
   OnlineSlot* slotFor(const OnlineKey& key, double bytes, const std::function<std::vector<Choice>()>& shortlist);
 
-  // By size: timed rounds, how many candidates, and how far (x the model's
-  // pick) a prediction may be to be one. Small calls are cheap to time often
-  // and the model is least sure there (at 4 ranks on 2 cores it put the tree
-  // at 2.1x hd at 128 KiB, where the tree was fastest in some runs); large
-  // ones take the two best predictions, and from 16 MiB fewer rounds.
-  static int trialsFor(double bytes);
+  // Timed rounds per exploration. From 1 MiB a turn times one call: three
+  // per candidate were too few at 4 ranks on 2 cores, where ring and tree
+  // are 5-10% apart at 8-128 MiB.
+  static constexpr int kTrials = 5;
+  // By size: how many consecutive calls a turn, how many candidates, and how
+  // far (x the model's pick) a prediction may be to be one. Small calls are
+  // cheap to time often and the model is least sure there (at 4 ranks on 2
+  // cores it put the tree at 2.1x hd at 128 KiB, where the tree was fastest
+  // in some runs); large ones take the two best predictions.
   static int callsPerTurnFor(double bytes);
   static size_t candidatesFor(double bytes);
   static double marginFor(double bytes);
