@@ -25,7 +25,7 @@
 #                                        auto's first exploration (online tuning: up to 384
 #                                        calls below 64 KiB, 96 below 1 MiB, 24 above), a
 #                                        one-time cost per repeated call, as in a training loop
-#   THRESHOLD (1.05), RECHECK_REPS (15)  re-measure sizes above it (RECHECK=0: never), in
+#   THRESHOLD (1.05), RECHECK_REPS (31)  re-measure sizes above it (RECHECK=0: never), in
 #   RECHECK_REPS_SMALL (41)              RECHECK_REPS rounds, RECHECK_REPS_SMALL below 256 KiB
 #   OUT (perf/results)                   where auto_vs_forced_np<N>.txt go
 #   RUN_TIMEOUT (600)                    seconds one tool run may take
@@ -40,7 +40,7 @@ reps=${REPS:-7}
 factor=${FACTOR:-4}
 threshold=${THRESHOLD:-1.05}
 recheck=${RECHECK:-1}
-recheck_reps=${RECHECK_REPS:-15}
+recheck_reps=${RECHECK_REPS:-31}
 recheck_reps_small=${RECHECK_REPS_SMALL:-41}
 outdir=${OUT:-perf/results}
 run_timeout=${RUN_TIMEOUT:-600}
