@@ -83,9 +83,9 @@ void OnlineSlot::decide(const std::vector<int64_t>& summed, int nranks) {
   // of the machine that lasts decides within two or three, a large gain at
   // once. An exploration also counts in inverse proportion to its fastest
   // time: being descheduled only ever adds time, so the faster exploration
-  // was the less disturbed one (a first exploration at 8 MiB, overlapping
-  // fresh buffers' page faults, read 4x the later times and the other way
-  // round). Integers only: every rank must reach the same winner bit for bit.
+  // was the less disturbed one (a first exploration at 8 MiB read 4x the
+  // later times, and ranked the ring and the tree the other way round).
+  // Integers only: every rank must reach the same winner bit for bit.
   int64_t fastest = INT64_MAX;
   for (size_t i = 0; i < summed.size() && i < candidates_.size(); ++i) fastest = std::min(fastest, summed[i]);
   fastest = std::max<int64_t>(fastest, 1);

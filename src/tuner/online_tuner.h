@@ -73,7 +73,8 @@ class OnlineSlot {
   // This rank's median turn time per candidate, to be summed over ranks.
   std::vector<int64_t> summary() const;
   // Sets the winner from the summaries summed over `nranks` ranks, weighed
-  // with the earlier explorations' (halved at each one): the fastest, unless
+  // with the earlier explorations' (halved at each one, each exploration
+  // also weighed by 1 / its fastest time): the fastest, unless
   // the incumbent, the model's pick at first, is within kMinGainPercent of
   // it; ties go to the earlier candidate. Sizes the period from it and
   // settles.
