@@ -14,7 +14,7 @@
 
 namespace loom::algo {
 
-struct HostLayout;  // algorithms/host_layout.h
+struct HostLayout;  // algorithms/patterns/host_layout.h
 
 enum class CollType { kAllReduce = 0, kBroadcast, kReduce, kReduceScatter, kAllGather };
 constexpr int kNumCollTypes = 5;

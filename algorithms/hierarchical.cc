@@ -1,6 +1,6 @@
 #include "algorithms/hierarchical.h"
 
-#include "algorithms/host_layout.h"
+#include "algorithms/patterns/host_layout.h"
 #include "algorithms/primitives.h"
 #include "algorithms/ring.h"
 #include "algorithms/subgroup.h"

@@ -12,7 +12,7 @@
 
 #include "algorithms/primitives.h"
 #include "algorithms/ring.h"
-#include "algorithms/ring_order.h"
+#include "algorithms/patterns/ring_order.h"
 #include "kernels/stream_copy.h"
 
 namespace loom::algo {

@@ -6,7 +6,7 @@
 #include <cstddef>
 
 #include "algorithms/primitives.h"
-#include "algorithms/tree_topology.h"
+#include "algorithms/patterns/tree_topology.h"
 
 namespace loom::algo {
 

@@ -42,7 +42,7 @@
 #include "ddp/optimizer.h"
 #include "ddp/parameter_store.h"
 #include "loom/loom.h"
-#include "train_demo_options.h"
+#include "examples/train_demo_options.h"
 
 namespace loom::demo {
 namespace {

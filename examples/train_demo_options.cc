@@ -1,4 +1,4 @@
-#include "train_demo_options.h"
+#include "examples/train_demo_options.h"
 
 #include <cerrno>
 #include <cmath>

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Does Loom's own choice (auto) match the best forced all-reduce algorithm?
 # Runs all_reduce_perf --algos (one communicator per algorithm in the same
-# processes, measured interleaved: see perf/common/algo_compare.h) for 2 and
+# processes, measured interleaved: see perf/harness/algo_compare.h) for 2 and
 # 4 ranks, one process per rank under loomrun, over 8 B .. 256 MiB, prints
 # per size every algorithm's median time, auto's time and choice, the best
 # forced algorithm, auto/best (ratio of medians) and "paired" (the median

@@ -1,4 +1,4 @@
-#include "loom_op.h"
+#include "bindings/torch/loom_op.h"
 
 #include <ATen/core/jit_type.h>
 #include <c10/util/Exception.h>

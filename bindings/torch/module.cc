@@ -4,7 +4,7 @@
 #include <pybind11/chrono.h>
 #include <torch/csrc/utils/pybind.h>
 
-#include "process_group_loom.h"
+#include "bindings/torch/process_group_loom.h"
 
 namespace py = pybind11;
 

@@ -1,9 +1,9 @@
-#include "process_group_loom.h"
+#include "bindings/torch/process_group_loom.h"
 
 #include <cstring>
 #include <numeric>
 
-#include "tensor_args.h"
+#include "bindings/torch/tensor_args.h"
 
 namespace loom_torch {
 

@@ -24,7 +24,7 @@
 
 #include <loom/loom.h>
 
-#include "loom_op.h"
+#include "bindings/torch/loom_op.h"
 
 namespace loom_torch {
 

@@ -28,7 +28,7 @@
 #include <string>
 #include <vector>
 
-#include "common/options.h"
+#include "perf/harness/perf_options.h"
 
 namespace {
 

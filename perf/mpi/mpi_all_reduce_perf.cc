@@ -1,5 +1,5 @@
 // mpi_all_reduce_perf: the Open MPI baseline for all_reduce_perf. The same
-// sweep, checks and table (perf/common), with MPI_Allreduce on host memory
+// sweep, checks and table (perf/harness), with MPI_Allreduce on host memory
 // (MPI_IN_PLACE for the in-place column). One rank per MPI process.
 //
 // MPI has no avg: it runs as MPI_SUM followed by a local division, inside the
@@ -12,10 +12,10 @@
 #include <optional>
 #include <vector>
 
-#include "common/datatypes.h"
-#include "common/memory_bound.h"
-#include "common/options.h"
-#include "common/sweep.h"
+#include "perf/harness/datatypes.h"
+#include "perf/harness/memory_bound.h"
+#include "perf/harness/perf_options.h"
+#include "perf/harness/sweep.h"
 
 namespace loom::perf {
 namespace {

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "common/algo_table.h"
-#include "common/options.h"
+#include "perf/harness/algo_table.h"
+#include "perf/harness/perf_options.h"
 
 namespace loom::perf {
 namespace {

@@ -11,11 +11,11 @@
 #include <string>
 #include <vector>
 
-#include "common/datatypes.h"
-#include "common/memory_bound.h"
-#include "common/options.h"
-#include "common/report.h"
-#include "common/test_data.h"
+#include "perf/harness/datatypes.h"
+#include "perf/harness/memory_bound.h"
+#include "perf/harness/perf_options.h"
+#include "perf/harness/report.h"
+#include "perf/harness/test_data.h"
 
 namespace loom::perf {
 namespace {

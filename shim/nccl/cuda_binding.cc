@@ -1,4 +1,4 @@
-#include "cuda_binding.h"
+#include "shim/nccl/cuda_binding.h"
 
 #include <dlfcn.h>
 

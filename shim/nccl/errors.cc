@@ -1,4 +1,4 @@
-#include "errors.h"
+#include "shim/nccl/errors.h"
 
 #include <cctype>
 #include <cstdarg>

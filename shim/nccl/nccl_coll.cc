@@ -6,12 +6,12 @@
 
 #include <loom/loom.h>
 
-#include "cuda_binding.h"
-#include "errors.h"
-#include "group.h"
+#include "shim/nccl/cuda_binding.h"
+#include "shim/nccl/errors.h"
+#include "shim/nccl/nccl_group.h"
 #include "nccl.h"
-#include "pre_mul_sum.h"
-#include "profiling_twin.h"
+#include "shim/nccl/pre_mul_sum.h"
+#include "shim/nccl/profiling_twin.h"
 
 using namespace loom::nccl_shim;
 

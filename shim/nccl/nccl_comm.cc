@@ -4,12 +4,12 @@
 
 #include <loom/loom.h>
 
-#include "comm_devices.h"
-#include "cuda_binding.h"
-#include "errors.h"
+#include "shim/nccl/nccl_comm_devices.h"
+#include "shim/nccl/cuda_binding.h"
+#include "shim/nccl/errors.h"
 #include "nccl.h"
-#include "pre_mul_sum.h"
-#include "profiling_twin.h"
+#include "shim/nccl/pre_mul_sum.h"
+#include "shim/nccl/profiling_twin.h"
 
 using namespace loom::nccl_shim;
 

@@ -1,4 +1,4 @@
-#include "pre_mul_sum.h"
+#include "shim/nccl/pre_mul_sum.h"
 
 #include <cstdint>
 #include <cstring>
@@ -7,8 +7,8 @@
 #include <type_traits>
 #include <unordered_map>
 
-#include "errors.h"
-#include "group.h"
+#include "shim/nccl/errors.h"
+#include "shim/nccl/nccl_group.h"
 #include "kernels/reduce_ops.h"
 
 namespace loom::nccl_shim {

@@ -1,7 +1,7 @@
 // C ABI: the collectives. Each builds CollArgs, validates them on the
 // communicator, then queues them (or defers them to the open group).
-#include "api/group.h"
-#include "api/handles.h"
+#include "src/api/group.h"
+#include "src/api/handles.h"
 
 using loom::Code;
 using loom::Status;

@@ -7,9 +7,9 @@
 #include <thread>
 #include <vector>
 
-#include "api/cuda_streams.h"
-#include "api/group.h"
-#include "api/handles.h"
+#include "src/api/cuda_streams.h"
+#include "src/api/group.h"
+#include "src/api/handles.h"
 #include "bootstrap/bootstrap.h"
 #include "common/config.h"
 

@@ -3,9 +3,9 @@
 #include <mutex>
 #include <unordered_map>
 
-#include "api/cuda_streams.h"
-#include "api/handles.h"
-#include "cuda/runtime.h"
+#include "src/api/cuda_streams.h"
+#include "src/api/handles.h"
+#include "src/device/runtime.h"
 
 namespace {
 

@@ -1,8 +1,8 @@
 // C ABI: point to point (loomSend, loomRecv), loomAllToAll and loomBarrier.
 // Each validates on the communicator, then queues (or defers to the open
 // group, see group.h for the order a group runs them in).
-#include "api/group.h"
-#include "api/handles.h"
+#include "src/api/group.h"
+#include "src/api/handles.h"
 
 using loom::Code;
 using loom::Status;

@@ -1,8 +1,8 @@
 // C ABI: loomCommSplit (MPI_Comm_split's semantics, see loom.h and
 // Communicator::split). Inside a group it is deferred like loomCommInitRank,
 // so one thread can split every communicator of a clique at loomGroupEnd.
-#include "api/group.h"
-#include "api/handles.h"
+#include "src/api/group.h"
+#include "src/api/handles.h"
 
 using loom::Code;
 using loom::Status;

@@ -1,7 +1,7 @@
 // C ABI of the tuner: which algorithm and protocol ran the last collective.
 #include <cstring>
 
-#include "api/handles.h"
+#include "src/api/handles.h"
 
 using loom::Code;
 using loom::Status;

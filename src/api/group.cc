@@ -1,4 +1,4 @@
-#include "api/group.h"
+#include "src/api/group.h"
 
 #include <thread>
 #include <vector>

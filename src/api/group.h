@@ -16,7 +16,7 @@
 
 #include "algorithms/algorithm.h"
 #include "algorithms/p2p.h"
-#include "api/handles.h"
+#include "src/api/handles.h"
 
 namespace loom::api {
 

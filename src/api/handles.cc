@@ -1,4 +1,4 @@
-#include "api/handles.h"
+#include "src/api/handles.h"
 
 #include <mutex>
 #include <unordered_set>

@@ -21,8 +21,8 @@
 #include <memory>
 #include <string>
 
-#include "comm/comm.h"
-#include "comm/stream.h"
+#include "src/comm/comm.h"
+#include "src/comm/stream.h"
 #include "loom/loom.h"
 
 struct loomComm {

@@ -1,4 +1,4 @@
-#include "comm/algorithm_selection.h"
+#include "src/comm/algorithm_selection.h"
 
 #include <cstring>
 

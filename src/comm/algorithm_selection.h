@@ -15,7 +15,7 @@
 #include "bootstrap/bootstrap.h"
 #include "common/config.h"
 #include "common/log.h"
-#include "tuner/tuner.h"
+#include "src/tuner/tuner.h"
 
 namespace loom {
 

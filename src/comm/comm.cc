@@ -1,4 +1,4 @@
-#include "comm/comm.h"
+#include "src/comm/comm.h"
 
 #include <sched.h>
 
@@ -6,18 +6,18 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "comm/host_identity.h"
-#include "comm/stream.h"
-#include "cuda/comm_devices.h"
-#include "comm/transport_policy.h"
-#include "comm/transport_registry.h"
+#include "src/comm/host_identity.h"
+#include "src/comm/stream.h"
+#include "src/device/comm_devices.h"
+#include "src/comm/transport_policy.h"
+#include "src/comm/transport_registry.h"
 #include "algorithms/registry.h"
 #include "common/asymmetric_fence.h"
 #include "common/clock.h"
 #include "common/format.h"
 #include "kernels/reduce.h"
 #include "loom/loom.h"
-#include "topology/topology_log.h"
+#include "src/topology/topology_log.h"
 
 
 namespace loom {
@@ -286,7 +286,7 @@ Status Communicator::execute(const algo::CollArgs& args, const CompletionPtr& af
     if (!dep.isOk()) return dep;
   }
   if (devices_) {
-    // Device buffers (src/cuda): staged through pinned host memory, with the
+    // Device buffers (src/device): staged through pinned host memory, with the
     // host algorithm below run on the staging buffers (this function again),
     // or run directly between the devices. Host buffers fall through.
     bool handled = false;

@@ -20,15 +20,15 @@
 #include <vector>
 
 #include "algorithms/algorithm.h"
-#include "algorithms/host_layout.h"
+#include "algorithms/patterns/host_layout.h"
 #include "algorithms/p2p.h"
 #include "bootstrap/bootstrap.h"
-#include "comm/algorithm_selection.h"
-#include "tuner/online_tuner.h"
-#include "tuner/tuner.h"
-#include "comm/completion.h"
-#include "comm/diagnostics.h"
-#include "comm/executor.h"
+#include "src/comm/algorithm_selection.h"
+#include "src/tuner/online_tuner.h"
+#include "src/tuner/tuner.h"
+#include "common/completion.h"
+#include "src/diagnostics/diagnostics.h"
+#include "src/comm/executor.h"
 #include "common/config.h"
 #include "common/log.h"
 #include "transports/transport.h"
@@ -157,7 +157,7 @@ class Communicator {
   // The same with a coarse clock reading already taken (no second read).
   WaitContext makeWait(int64_t coarseNowNanos) const;
   void recordError(const Status& status);
-  // Device memory (src/cuda): waits for the CUDA stream's earlier work
+  // Device memory (src/device): waits for the CUDA stream's earlier work
   // (null: none), and runs fused send/recv ops, staging device buffers.
   Status waitDevicePrior(cuda::PriorWork* prior);
   Status runP2POps(const std::vector<algo::P2POp>& ops, const algo::AlgoContext& ctx);
@@ -229,7 +229,7 @@ class Communicator {
   mutable std::mutex errorMu_;
   Status asyncError_;
   std::string lastError_;
-  // Flight recorder, LOOM_CHECK, LOOM_TRACE, LOOM_DUMP_ON_SIGNAL (comm/diagnostics.h).
+  // Flight recorder, LOOM_CHECK, LOOM_TRACE, LOOM_DUMP_ON_SIGNAL (src/diagnostics/diagnostics.h).
   std::unique_ptr<Diagnostics> diag_;
   // Device buffers: null in a process without a usable CUDA device.
   std::unique_ptr<cuda::CommDevices> devices_;

@@ -9,7 +9,7 @@
 // EPYC VM, 2 processes, 8 B, the two paths in alternating blocks of 5000
 // calls within one run, medians of 4 runs): 0.29-0.30 us a call through
 // execute(), 0.26-0.27 us through this path.
-#include "comm/comm.h"
+#include "src/comm/comm.h"
 
 #include "common/clock.h"
 #include "common/format.h"

@@ -1,9 +1,9 @@
 // The communicator's side of online tuning (tuner/online_tuner.h): which
 // slot a call belongs to, which candidate an exploring call runs, and the
 // agreement that ends an exploration.
-#include "comm/comm.h"
+#include "src/comm/comm.h"
 #include "common/format.h"
-#include "tuner/cost_model.h"
+#include "src/tuner/cost_model.h"
 
 namespace loom {
 

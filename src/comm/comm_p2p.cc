@@ -8,9 +8,9 @@
 #include <cstring>
 
 #include "algorithms/barrier.h"
-#include "comm/comm.h"
-#include "comm/stream.h"
-#include "cuda/comm_devices.h"
+#include "src/comm/comm.h"
+#include "src/comm/stream.h"
+#include "src/device/comm_devices.h"
 #include "common/format.h"
 
 namespace loom {

@@ -1,4 +1,4 @@
-#include "comm/executor.h"
+#include "src/comm/executor.h"
 
 namespace loom {
 

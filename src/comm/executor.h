@@ -14,7 +14,7 @@
 #include <mutex>
 #include <thread>
 
-#include "comm/completion.h"
+#include "common/completion.h"
 
 namespace loom {
 

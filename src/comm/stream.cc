@@ -1,4 +1,4 @@
-#include "comm/stream.h"
+#include "src/comm/stream.h"
 
 namespace loom {
 

@@ -6,7 +6,7 @@
 // stream order across communicators.
 //
 // A stream from loomStreamFromCuda is also bound to a CUDA stream
-// (cuda/device_stream.h): each op then first waits for the work enqueued
+// (src/device/device_stream.h): each op then first waits for the work enqueued
 // before it on the CUDA stream, and later CUDA work waits for the op.
 #pragma once
 
@@ -14,8 +14,8 @@
 #include <memory>
 #include <mutex>
 
-#include "comm/completion.h"
-#include "cuda/device_stream.h"
+#include "common/completion.h"
+#include "src/device/device_stream.h"
 
 namespace loom {
 

@@ -1,4 +1,4 @@
-#include "comm/transport_policy.h"
+#include "src/comm/transport_policy.h"
 
 #include <algorithm>
 #include <cstring>

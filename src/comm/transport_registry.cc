@@ -1,4 +1,4 @@
-#include "comm/transport_registry.h"
+#include "src/comm/transport_registry.h"
 
 #include "transports/shm/shm_transport.h"
 #include "transports/tcp/tcp_transport.h"

@@ -3,7 +3,7 @@
 // argument and the rank, never reach an algorithm.
 #include <cstdint>
 
-#include "comm/comm.h"
+#include "src/comm/comm.h"
 
 namespace loom {
 namespace {

@@ -1,4 +1,4 @@
-#include "topology/binding_plan.h"
+#include "src/topology/binding_plan.h"
 
 #include <algorithm>
 #include <cctype>

@@ -19,7 +19,7 @@
 #include <string_view>
 #include <vector>
 
-#include "topology/topology.h"
+#include "src/topology/topology.h"
 
 namespace loom::topology {
 

@@ -10,7 +10,7 @@
 #include <tuple>
 
 #include "common/format.h"
-#include "topology/topology.h"
+#include "src/topology/topology.h"
 
 namespace loom::topology {
 namespace {

@@ -1,8 +1,8 @@
-#include "topology/topology_log.h"
+#include "src/topology/topology_log.h"
 
 #include <mutex>
 
-#include "topology/topology.h"
+#include "src/topology/topology.h"
 
 namespace loom::topology {
 

@@ -3,7 +3,7 @@
 #include <set>
 
 #include "common/format.h"
-#include "topology/topology.h"
+#include "src/topology/topology.h"
 
 namespace loom::topology {
 namespace {

@@ -1,4 +1,4 @@
-#include "tuner/cost_model.h"
+#include "src/tuner/cost_model.h"
 
 #include <algorithm>
 #include <cmath>

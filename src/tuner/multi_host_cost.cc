@@ -1,4 +1,4 @@
-#include "tuner/multi_host_cost.h"
+#include "src/tuner/multi_host_cost.h"
 
 #include <cstring>
 

@@ -17,7 +17,7 @@
 // LOOM_TUNING_FILE can set them like any other entry.
 #pragma once
 
-#include "tuner/cost_model.h"
+#include "src/tuner/cost_model.h"
 
 namespace loom::tuner {
 

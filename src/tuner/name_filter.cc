@@ -1,9 +1,9 @@
-#include "tuner/name_filter.h"
+#include "src/tuner/name_filter.h"
 
 #include <algorithm>
 
 #include "common/format.h"
-#include "tuner/tuning_table.h"
+#include "src/tuner/tuning_table.h"
 
 namespace loom::tuner {
 namespace {

@@ -1,4 +1,4 @@
-#include "tuner/online_tuner.h"
+#include "src/tuner/online_tuner.h"
 
 #include <algorithm>
 #include <cstdint>

@@ -40,7 +40,7 @@
 #include <vector>
 
 #include "algorithms/algorithm.h"
-#include "tuner/tuner.h"
+#include "src/tuner/tuner.h"
 
 namespace loom::tuner {
 

@@ -1,4 +1,4 @@
-#include "tuner/tuner.h"
+#include "src/tuner/tuner.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,9 +6,9 @@
 #include <mutex>
 #include <set>
 
-#include "algorithms/host_layout.h"
+#include "algorithms/patterns/host_layout.h"
 #include "common/format.h"
-#include "tuner/multi_host_cost.h"
+#include "src/tuner/multi_host_cost.h"
 
 namespace loom::tuner {
 namespace {

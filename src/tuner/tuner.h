@@ -26,8 +26,8 @@
 
 #include "algorithms/algorithm.h"
 #include "common/log.h"
-#include "tuner/name_filter.h"
-#include "tuner/tuning_table.h"
+#include "src/tuner/name_filter.h"
+#include "src/tuner/tuning_table.h"
 
 namespace loom::tuner {
 

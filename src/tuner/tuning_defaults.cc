@@ -18,7 +18,7 @@
 //   broadcast, reduce 2 ranks: chain/LL <= 512 B, then chain/Simple
 //   broadcast, reduce 4 ranks: tree/LL <= 1 KiB, tree/Simple <= 8 KiB, then chain/Simple
 // A LOOM_TUNING_FILE written by perf/tune.sh on a quiet machine overrides them.
-#include "tuner/tuning_table.h"
+#include "src/tuner/tuning_table.h"
 
 namespace loom::tuner {
 

@@ -1,4 +1,4 @@
-#include "tuner/tuning_table.h"
+#include "src/tuner/tuning_table.h"
 
 #include <algorithm>
 #include <cerrno>

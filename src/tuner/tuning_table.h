@@ -33,7 +33,7 @@
 #include "algorithms/algorithm.h"
 #include "common/status.h"
 #include "transports/transport.h"
-#include "tuner/cost_model.h"
+#include "src/tuner/cost_model.h"
 
 namespace loom::tuner {
 

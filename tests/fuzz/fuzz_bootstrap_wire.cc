@@ -14,7 +14,7 @@
 
 #include "bootstrap/socket.h"
 #include "bootstrap/wire.h"
-#include "fuzz_check.h"
+#include "tests/fuzz/fuzz_check.h"
 
 using namespace loom;
 using namespace loom::bootstrap;

@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "common/config.h"
-#include "fuzz_check.h"
-#include "tuner/name_filter.h"
-#include "tuner/tuning_table.h"
+#include "tests/fuzz/fuzz_check.h"
+#include "src/tuner/name_filter.h"
+#include "src/tuner/tuning_table.h"
 
 using namespace loom;
 

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "fuzz_check.h"
-#include "launcher/options.h"
+#include "tests/fuzz/fuzz_check.h"
+#include "tools/loomrun/loomrun_options.h"
 
 using namespace loom;
 using namespace loom::launcher;

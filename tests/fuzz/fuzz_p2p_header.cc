@@ -7,7 +7,7 @@
 #include <cstring>
 
 #include "algorithms/p2p_header.h"
-#include "fuzz_check.h"
+#include "tests/fuzz/fuzz_check.h"
 
 using namespace loom;
 using namespace loom::algo;

@@ -12,7 +12,7 @@
 #include <cstring>
 #include <vector>
 
-#include "fuzz_check.h"
+#include "tests/fuzz/fuzz_check.h"
 #include "transports/shm/shm_header_check.h"
 
 using namespace loom;

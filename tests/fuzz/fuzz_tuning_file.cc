@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <string>
 
-#include "fuzz_check.h"
-#include "tuner/tuning_table.h"
+#include "tests/fuzz/fuzz_check.h"
+#include "src/tuner/tuning_table.h"
 
 using namespace loom;
 using namespace loom::tuner;

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "bootstrap/bootstrap.h"
-#include "fuzz_check.h"
+#include "tests/fuzz/fuzz_check.h"
 
 using namespace loom;
 using namespace loom::bootstrap;

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "integration/collective_case.h"
-#include "integration/fixtures.h"
+#include "tests/integration/collective_case.h"
+#include "tests/integration/fixtures.h"
 
 namespace loom::integration {
 namespace {

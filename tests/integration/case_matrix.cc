@@ -1,4 +1,4 @@
-#include "integration/case_matrix.h"
+#include "tests/integration/case_matrix.h"
 
 namespace loom::integration {
 namespace {

@@ -33,7 +33,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "integration/collective_case.h"
+#include "tests/integration/collective_case.h"
 
 namespace loom::integration {
 

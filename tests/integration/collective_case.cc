@@ -1,4 +1,4 @@
-#include "integration/collective_case.h"
+#include "tests/integration/collective_case.h"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 #include <sstream>
 #include <vector>
 
-#include "integration/element_codec.h"
+#include "tests/integration/element_codec.h"
 
 namespace loom::integration {
 namespace {

@@ -6,10 +6,10 @@
 
 #include <cstdio>
 
-#include "integration/case_matrix.h"
-#include "integration/collective_case.h"
-#include "integration/fixtures.h"
-#include "integration/forced_algorithm.h"
+#include "tests/integration/case_matrix.h"
+#include "tests/integration/collective_case.h"
+#include "tests/integration/fixtures.h"
+#include "tests/integration/forced_algorithm.h"
 
 namespace loom::integration {
 namespace {

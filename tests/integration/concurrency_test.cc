@@ -5,9 +5,9 @@
 
 #include <vector>
 
-#include "integration/case_matrix.h"
-#include "integration/collective_case.h"
-#include "integration/fixtures.h"
+#include "tests/integration/case_matrix.h"
+#include "tests/integration/collective_case.h"
+#include "tests/integration/fixtures.h"
 
 namespace loom::integration {
 namespace {

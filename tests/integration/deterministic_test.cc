@@ -31,9 +31,9 @@
 #include <tuple>
 #include <vector>
 
-#include "integration/collective_case.h"
-#include "integration/element_codec.h"
-#include "integration/test_world.h"
+#include "tests/integration/collective_case.h"
+#include "tests/integration/element_codec.h"
+#include "tests/integration/test_world.h"
 
 namespace loom::integration {
 namespace {

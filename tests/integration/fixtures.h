@@ -8,8 +8,8 @@
 
 #include <memory>
 
-#include "integration/collective_case.h"
-#include "integration/test_world.h"
+#include "tests/integration/collective_case.h"
+#include "tests/integration/test_world.h"
 
 namespace loom::integration {
 

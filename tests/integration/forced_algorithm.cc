@@ -1,4 +1,4 @@
-#include "integration/forced_algorithm.h"
+#include "tests/integration/forced_algorithm.h"
 
 #include <gtest/gtest.h>
 

@@ -18,7 +18,7 @@
 #include <cstddef>
 #include <string>
 
-#include "integration/collective_case.h"
+#include "tests/integration/collective_case.h"
 
 namespace loom::integration {
 

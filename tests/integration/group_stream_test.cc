@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "integration/collective_case.h"
-#include "integration/fixtures.h"
+#include "tests/integration/collective_case.h"
+#include "tests/integration/fixtures.h"
 
 namespace loom::integration {
 namespace {

@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "integration/fixtures.h"
+#include "tests/integration/fixtures.h"
 
 namespace loom::integration {
 namespace {

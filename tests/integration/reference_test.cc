@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <cstring>
 
-#include "integration/case_matrix.h"
-#include "integration/element_codec.h"
+#include "tests/integration/case_matrix.h"
+#include "tests/integration/element_codec.h"
 
 namespace loom::integration {
 namespace {

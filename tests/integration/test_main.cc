@@ -13,7 +13,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "integration/test_world.h"
+#include "tests/integration/test_world.h"
 
 int main(int argc, char** argv) {
   // A hang fails within two minutes instead of the library's default five,

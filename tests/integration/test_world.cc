@@ -1,4 +1,4 @@
-#include "integration/test_world.h"
+#include "tests/integration/test_world.h"
 
 #include <gtest/gtest.h>
 
@@ -8,8 +8,8 @@
 #include <optional>
 #include <thread>
 
-#include "integration/collective_case.h"
-#include "integration/forced_algorithm.h"
+#include "tests/integration/collective_case.h"
+#include "tests/integration/forced_algorithm.h"
 
 namespace loom::integration {
 namespace {

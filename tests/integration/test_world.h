@@ -10,7 +10,7 @@
 
 #include <loom/loom.h>
 
-#include "integration/case_matrix.h"
+#include "tests/integration/case_matrix.h"
 
 namespace loom::integration {
 

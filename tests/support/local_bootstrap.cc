@@ -1,4 +1,4 @@
-#include "support/local_bootstrap.h"
+#include "tests/support/local_bootstrap.h"
 
 #include <algorithm>
 #include <chrono>

@@ -1,4 +1,4 @@
-#include "support/rank_threads.h"
+#include "tests/support/rank_threads.h"
 
 #include <thread>
 #include <vector>

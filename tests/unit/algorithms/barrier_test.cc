@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "algorithms/barrier.h"
-#include "loopback_links.h"
-#include "support/rank_threads.h"
+#include "tests/unit/algorithms/loopback_links.h"
+#include "tests/support/rank_threads.h"
 
 namespace loom::algo {
 namespace {

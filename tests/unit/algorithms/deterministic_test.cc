@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "algorithms/deterministic.h"
-#include "fold_reference.h"
+#include "tests/unit/algorithms/fold_reference.h"
 
 namespace loom::algo {
 namespace {

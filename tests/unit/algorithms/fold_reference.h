@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "algorithms/algorithm.h"
-#include "loopback_links.h"
-#include "support/rank_threads.h"
+#include "tests/unit/algorithms/loopback_links.h"
+#include "tests/support/rank_threads.h"
 
 namespace loom::algo::testref {
 

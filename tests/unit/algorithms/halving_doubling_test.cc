@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "algorithms/halving_doubling.h"
-#include "fold_reference.h"
+#include "tests/unit/algorithms/fold_reference.h"
 
 namespace loom::algo {
 namespace {

@@ -1,4 +1,4 @@
-#include "loopback_links.h"
+#include "tests/unit/algorithms/loopback_links.h"
 
 #include <chrono>
 #include <functional>

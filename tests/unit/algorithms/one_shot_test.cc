@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "algorithms/one_shot.h"
-#include "fold_reference.h"
+#include "tests/unit/algorithms/fold_reference.h"
 #include "transports/shm/shm_bulletin.h"
 
 namespace loom::algo {

@@ -10,8 +10,8 @@
 
 #include "algorithms/ring.h"
 #include "kernels/stream_copy.h"
-#include "loopback_links.h"
-#include "support/rank_threads.h"
+#include "tests/unit/algorithms/loopback_links.h"
+#include "tests/support/rank_threads.h"
 
 namespace loom::algo {
 namespace {

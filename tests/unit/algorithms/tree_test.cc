@@ -20,10 +20,10 @@
 
 #include "algorithms/ring.h"
 #include "algorithms/tree.h"
-#include "algorithms/tree_topology.h"
+#include "algorithms/patterns/tree_topology.h"
 #include "kernels/stream_copy.h"
-#include "loopback_links.h"
-#include "support/rank_threads.h"
+#include "tests/unit/algorithms/loopback_links.h"
+#include "tests/support/rank_threads.h"
 
 namespace loom::algo {
 namespace {

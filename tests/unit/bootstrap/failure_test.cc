@@ -10,8 +10,8 @@
 #include "bootstrap/socket.h"
 #include "bootstrap/socket_io.h"
 #include "bootstrap/wire.h"
-#include "support/rank_threads.h"
-#include "unit/bootstrap/test_helpers.h"
+#include "tests/support/rank_threads.h"
+#include "tests/unit/bootstrap/test_helpers.h"
 
 namespace loom::bootstrap {
 namespace {

@@ -7,8 +7,8 @@
 
 #include "bootstrap/bootstrap.h"
 #include "bootstrap/sock_addr.h"
-#include "support/rank_threads.h"
-#include "unit/bootstrap/test_helpers.h"
+#include "tests/support/rank_threads.h"
+#include "tests/unit/bootstrap/test_helpers.h"
 
 namespace loom::bootstrap {
 namespace {

@@ -3,10 +3,10 @@
 
 #include <thread>
 
-#include "bootstrap/ring.h"
+#include "bootstrap/socket_ring.h"
 #include "bootstrap/socket_io.h"
 #include "bootstrap/wire.h"
-#include "unit/bootstrap/test_helpers.h"
+#include "tests/unit/bootstrap/test_helpers.h"
 
 namespace loom::bootstrap {
 namespace {

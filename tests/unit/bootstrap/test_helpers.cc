@@ -1,4 +1,4 @@
-#include "unit/bootstrap/test_helpers.h"
+#include "tests/unit/bootstrap/test_helpers.h"
 
 #include <signal.h>
 #include <sys/wait.h>

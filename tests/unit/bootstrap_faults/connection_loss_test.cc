@@ -9,12 +9,12 @@
 #include <chrono>
 #include <thread>
 
-#include "bootstrap/ring.h"
+#include "bootstrap/socket_ring.h"
 #include "bootstrap/socket.h"
 #include "bootstrap/socket_io.h"
 #include "bootstrap/wire.h"
-#include "unit/bootstrap_faults/fault_harness.h"
-#include "unit/bootstrap_faults/tcp_proxy.h"
+#include "tests/unit/bootstrap_faults/fault_harness.h"
+#include "tests/unit/bootstrap_faults/tcp_proxy.h"
 
 namespace loom::bootstrap::testing {
 namespace {

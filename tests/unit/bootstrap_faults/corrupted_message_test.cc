@@ -14,8 +14,8 @@
 #include <thread>
 
 #include "bootstrap/wire.h"
-#include "unit/bootstrap_faults/fault_harness.h"
-#include "unit/bootstrap_faults/tcp_proxy.h"
+#include "tests/unit/bootstrap_faults/fault_harness.h"
+#include "tests/unit/bootstrap_faults/tcp_proxy.h"
 
 namespace loom::bootstrap::testing {
 namespace {

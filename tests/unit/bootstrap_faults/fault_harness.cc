@@ -1,8 +1,8 @@
-#include "unit/bootstrap_faults/fault_harness.h"
+#include "tests/unit/bootstrap_faults/fault_harness.h"
 
 #include "bootstrap/wire.h"
 #include "common/format.h"
-#include "support/rank_threads.h"
+#include "tests/support/rank_threads.h"
 
 namespace loom::bootstrap::testing {
 

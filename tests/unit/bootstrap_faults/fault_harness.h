@@ -10,8 +10,8 @@
 #include "bootstrap/root.h"
 #include "bootstrap/sock_addr.h"
 #include "bootstrap/socket.h"
-#include "unit/bootstrap/test_helpers.h"
-#include "unit/bootstrap_faults/resource_count.h"
+#include "tests/unit/bootstrap/test_helpers.h"
+#include "tests/unit/bootstrap_faults/resource_count.h"
 
 namespace loom::bootstrap::testing {
 

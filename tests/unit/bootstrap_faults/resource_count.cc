@@ -1,4 +1,4 @@
-#include "unit/bootstrap_faults/resource_count.h"
+#include "tests/unit/bootstrap_faults/resource_count.h"
 
 #include <dirent.h>
 

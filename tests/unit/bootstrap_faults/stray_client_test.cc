@@ -12,7 +12,7 @@
 #include "bootstrap/socket.h"
 #include "bootstrap/socket_io.h"
 #include "bootstrap/wire.h"
-#include "unit/bootstrap_faults/fault_harness.h"
+#include "tests/unit/bootstrap_faults/fault_harness.h"
 
 namespace loom::bootstrap::testing {
 namespace {

@@ -1,4 +1,4 @@
-#include "unit/bootstrap_faults/tcp_proxy.h"
+#include "tests/unit/bootstrap_faults/tcp_proxy.h"
 
 #include <poll.h>
 #include <sys/socket.h>

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "loom/loom.h"
-#include "test_kernels.h"
+#include "tests/unit/cuda_gpu/test_kernels.h"
 
 namespace {
 

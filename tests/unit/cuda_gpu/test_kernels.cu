@@ -1,4 +1,4 @@
-#include "test_kernels.h"
+#include "tests/unit/cuda_gpu/test_kernels.h"
 
 namespace loom::testing {
 namespace {

@@ -1,7 +1,7 @@
-// Which data path a call takes (cuda/path_selection.h).
+// Which data path a call takes (src/device/path_selection.h).
 #include <gtest/gtest.h>
 
-#include "cuda/path_selection.h"
+#include "src/device/path_selection.h"
 
 namespace loom::cuda {
 namespace {

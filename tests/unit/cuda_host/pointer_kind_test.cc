@@ -6,8 +6,8 @@
 #include <cstdlib>
 #include <vector>
 
-#include "cuda/comm_devices.h"
-#include "cuda/runtime.h"
+#include "src/device/comm_devices.h"
+#include "src/device/runtime.h"
 
 namespace loom::cuda {
 namespace {

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "common/format.h"
-#include "cuda/comm_devices.h"
+#include "src/device/comm_devices.h"
 #include "loom/loom.h"
 
 namespace loom::cuda {

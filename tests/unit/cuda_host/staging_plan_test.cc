@@ -1,10 +1,10 @@
-// Staging plans (cuda/staging_plan.h): what is copied, where the host
+// Staging plans (src/device/staging_plan.h): what is copied, where the host
 // algorithm finds its buffers, and how copies are cut into chunks.
 #include <gtest/gtest.h>
 
 #include <numeric>
 
-#include "cuda/staging_plan.h"
+#include "src/device/staging_plan.h"
 
 namespace loom::cuda {
 namespace {

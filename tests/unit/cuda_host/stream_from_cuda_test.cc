@@ -8,7 +8,7 @@
 #include <thread>
 #include <vector>
 
-#include "cuda/runtime.h"
+#include "src/device/runtime.h"
 #include "loom/loom.h"
 
 namespace {

@@ -8,7 +8,7 @@
 
 #include "ddp/checkpoint/checkpoint_directory.h"
 #include "ddp/checkpoint/checkpoint_file.h"
-#include "unit/ddp_data/idx_test_files.h"
+#include "tests/unit/ddp_data/idx_test_files.h"
 
 namespace loom::ddp {
 namespace {

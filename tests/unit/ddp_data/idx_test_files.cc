@@ -1,4 +1,4 @@
-#include "unit/ddp_data/idx_test_files.h"
+#include "tests/unit/ddp_data/idx_test_files.h"
 
 #include <stdlib.h>
 #include <zlib.h>

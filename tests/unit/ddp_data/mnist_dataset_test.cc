@@ -9,7 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "ddp/data/idx_file.h"
-#include "unit/ddp_data/idx_test_files.h"
+#include "tests/unit/ddp_data/idx_test_files.h"
 
 namespace loom::ddp {
 namespace {

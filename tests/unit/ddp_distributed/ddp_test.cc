@@ -14,8 +14,8 @@
 #include <thread>
 
 #include "ddp/distributed/distributed_data_parallel.h"
-#include "grad_patterns.h"
-#include "world.h"
+#include "tests/unit/ddp_distributed/grad_patterns.h"
+#include "tests/unit/ddp_distributed/world.h"
 
 namespace loom::ddp {
 namespace {

@@ -1,4 +1,4 @@
-#include "grad_patterns.h"
+#include "tests/unit/ddp_distributed/grad_patterns.h"
 
 #include <cstdint>
 

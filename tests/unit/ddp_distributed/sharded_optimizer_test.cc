@@ -10,8 +10,8 @@
 
 #include "ddp/distributed/distributed_data_parallel.h"
 #include "ddp/distributed/sharded_optimizer.h"
-#include "grad_patterns.h"
-#include "world.h"
+#include "tests/unit/ddp_distributed/grad_patterns.h"
+#include "tests/unit/ddp_distributed/world.h"
 
 namespace loom::ddp {
 namespace {

@@ -1,4 +1,4 @@
-#include "world.h"
+#include "tests/unit/ddp_distributed/world.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "diagnostics_harness.h"
+#include "tests/unit/diagnostics/diagnostics_harness.h"
 
 #include <dirent.h>
 #include <signal.h>

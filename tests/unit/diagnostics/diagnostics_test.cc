@@ -14,7 +14,7 @@
 
 #include <gtest/gtest.h>
 
-#include "diagnostics_harness.h"
+#include "tests/unit/diagnostics/diagnostics_harness.h"
 
 namespace loom::diagtest {
 namespace {

@@ -1,4 +1,4 @@
-// The GPUDirect RDMA all-reduce (cuda/gdr_path.h) over the emulated verbs
+// The GPUDirect RDMA all-reduce (src/device/gdr_path.h) over the emulated verbs
 // fabric: results against references computed here, registration reuse,
 // agreement on falling back, and failures that name the peer.
 #include <gtest/gtest.h>
@@ -11,8 +11,8 @@
 #include <thread>
 #include <vector>
 
-#include "gdr_world.h"
-#include "support/rank_threads.h"
+#include "tests/unit/gdr/gdr_world.h"
+#include "tests/support/rank_threads.h"
 
 namespace loom::testing::gdr {
 namespace {

@@ -9,9 +9,9 @@
 #include <set>
 #include <vector>
 
-#include "cuda/comm_devices.h"
-#include "gdr_world.h"
-#include "support/rank_threads.h"
+#include "src/device/comm_devices.h"
+#include "tests/unit/gdr/gdr_world.h"
+#include "tests/support/rank_threads.h"
 
 namespace loom::testing::gdr {
 namespace {

@@ -1,4 +1,4 @@
-// The driver side of allocation identities (cuda/allocation_identity.h):
+// The driver side of allocation identities (src/device/allocation_identity.h):
 // libcuda through dlopen. What runs without a GPU: a missing library is
 // reported by name, host memory has no identity, and (where only the
 // toolkit's stub driver exists) the loaded entry points report the driver's
@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "cuda/allocation_identity.h"
+#include "src/device/allocation_identity.h"
 
 #if LOOM_HAVE_CUDA
 #include <cuda_runtime_api.h>

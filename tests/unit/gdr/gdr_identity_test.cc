@@ -1,5 +1,5 @@
 // The GDR path's registrations of user buffers against free-and-reallocate
-// (cuda/allocation_identity.h): over the emulated fabric, with buffer ids the
+// (src/device/allocation_identity.h): over the emulated fabric, with buffer ids the
 // test controls. "Freeing and reallocating" a buffer at the same address is
 // modelled by changing its id, as the CUDA driver would.
 #include <gtest/gtest.h>
@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "gdr_world.h"
-#include "support/rank_threads.h"
+#include "tests/unit/gdr/gdr_world.h"
+#include "tests/support/rank_threads.h"
 
 namespace loom::testing::gdr {
 namespace {

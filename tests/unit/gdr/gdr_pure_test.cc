@@ -8,11 +8,11 @@
 #include <fstream>
 #include <string>
 
-#include "cuda/comm_devices.h"
-#include "cuda/gdr_availability.h"
-#include "cuda/gdr_slices.h"
-#include "cuda/path_selection.h"
-#include "cuda/runtime.h"
+#include "src/device/comm_devices.h"
+#include "src/device/gdr_availability.h"
+#include "src/device/gdr_slices.h"
+#include "src/device/path_selection.h"
+#include "src/device/runtime.h"
 #include "transports/verbs/gdr_probe.h"
 
 namespace loom::cuda {

@@ -1,4 +1,4 @@
-#include "gdr_world.h"
+#include "tests/unit/gdr/gdr_world.h"
 
 namespace loom::testing::gdr {
 

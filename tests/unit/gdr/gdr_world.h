@@ -9,8 +9,8 @@
 #include <memory>
 #include <vector>
 
-#include "cuda/gdr_path.h"
-#include "support/local_bootstrap.h"
+#include "src/device/gdr_path.h"
+#include "tests/support/local_bootstrap.h"
 #include "transports/verbs/emulated_verbs.h"
 
 namespace loom::testing::gdr {

@@ -16,10 +16,10 @@
 #include <vector>
 
 #include "algorithms/hierarchical.h"
-#include "algorithms/host_layout.h"
+#include "algorithms/patterns/host_layout.h"
 #include "algorithms/ring.h"
-#include "loopback_links.h"
-#include "support/rank_threads.h"
+#include "tests/unit/algorithms/loopback_links.h"
+#include "tests/support/rank_threads.h"
 
 namespace loom::algo {
 namespace {

@@ -22,8 +22,8 @@
 
 #include <loom/loom.h>
 
-#include "integration/case_matrix.h"
-#include "integration/collective_case.h"
+#include "tests/integration/case_matrix.h"
+#include "tests/integration/collective_case.h"
 
 namespace loom::integration {
 namespace {

@@ -7,11 +7,11 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/host_layout.h"
+#include "algorithms/patterns/host_layout.h"
 #include "algorithms/registry.h"
 #include "common/format.h"
-#include "tuner/multi_host_cost.h"
-#include "tuner/tuner.h"
+#include "src/tuner/multi_host_cost.h"
+#include "src/tuner/tuner.h"
 
 namespace loom::tuner {
 namespace {

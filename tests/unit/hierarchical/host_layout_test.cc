@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/host_layout.h"
-#include "algorithms/ring_order.h"
+#include "algorithms/patterns/host_layout.h"
+#include "algorithms/patterns/ring_order.h"
 
 namespace loom::algo {
 namespace {

@@ -10,8 +10,8 @@
 
 #include "kernels/reduce.h"
 #include "kernels/reduce_ops.h"
-#include "reference.h"
-#include "test_data.h"
+#include "tests/unit/kernels/reference.h"
+#include "tests/unit/kernels/test_data.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>

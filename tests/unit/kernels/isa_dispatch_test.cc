@@ -11,8 +11,8 @@
 #include "kernels/isa_select.h"
 #include "kernels/kernel_table.h"
 #include "kernels/reduce.h"
-#include "reference.h"
-#include "test_data.h"
+#include "tests/unit/kernels/reference.h"
+#include "tests/unit/kernels/test_data.h"
 
 namespace loom::kernels {
 namespace {

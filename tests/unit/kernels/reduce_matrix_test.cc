@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "kernels/reduce.h"
-#include "reference.h"
-#include "test_data.h"
+#include "tests/unit/kernels/reference.h"
+#include "tests/unit/kernels/test_data.h"
 
 namespace loom::kernels {
 namespace {

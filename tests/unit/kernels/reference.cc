@@ -1,4 +1,4 @@
-#include "reference.h"
+#include "tests/unit/kernels/reference.h"
 
 #include <cmath>
 #include <cstring>

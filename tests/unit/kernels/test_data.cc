@@ -1,10 +1,10 @@
-#include "test_data.h"
+#include "tests/unit/kernels/test_data.h"
 
 #include <cstring>
 #include <limits>
 #include <random>
 
-#include "reference.h"
+#include "tests/unit/kernels/reference.h"
 
 namespace loom::kernels::testdata {
 namespace {

@@ -11,9 +11,9 @@
 
 #include "kernels/cuda/reduce_copy_core.h"
 #include "kernels/cuda/reduce_copy_emulation.h"
-#include "kernels/reference.h"
-#include "kernels/test_data.h"
-#include "reduce_copy_reference.h"
+#include "tests/unit/kernels/reference.h"
+#include "tests/unit/kernels/test_data.h"
+#include "tests/unit/kernels_cuda/reduce_copy_reference.h"
 
 namespace loom::kernels::cuda {
 namespace {

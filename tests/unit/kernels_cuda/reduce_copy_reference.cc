@@ -1,8 +1,8 @@
-#include "reduce_copy_reference.h"
+#include "tests/unit/kernels_cuda/reduce_copy_reference.h"
 
 #include <cstring>
 
-#include "kernels/reference.h"
+#include "tests/unit/kernels/reference.h"
 
 namespace loom::kernels::cuda::testing {
 

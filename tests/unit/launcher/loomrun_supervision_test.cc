@@ -9,7 +9,7 @@
 
 #include <gtest/gtest.h>
 
-#include "unit/launcher/process_runner.h"
+#include "tests/unit/launcher/process_runner.h"
 
 namespace loom::launcher::testing {
 namespace {

@@ -1,4 +1,4 @@
-#include "unit/launcher/process_runner.h"
+#include "tests/unit/launcher/process_runner.h"
 
 #include <fcntl.h>
 #include <poll.h>

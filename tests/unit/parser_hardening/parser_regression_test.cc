@@ -11,7 +11,7 @@
 #include "bootstrap/wire.h"
 #include "common/config.h"
 #include "transports/shm/shm_header_check.h"
-#include "tuner/tuning_table.h"
+#include "src/tuner/tuning_table.h"
 
 namespace loom {
 namespace {

@@ -1,4 +1,4 @@
-#include "unit/peer_failure/fault_harness.h"
+#include "tests/unit/peer_failure/fault_harness.h"
 
 #include <dirent.h>
 #include <fcntl.h>

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "loom/loom.h"
-#include "unit/peer_failure/fault_harness.h"
+#include "tests/unit/peer_failure/fault_harness.h"
 
 namespace loom::testing::faults {
 namespace {

@@ -4,7 +4,7 @@
 #include <map>
 #include <set>
 
-#include "topology/binding_plan.h"
+#include "src/topology/binding_plan.h"
 
 namespace loom::topology {
 namespace {

@@ -11,7 +11,7 @@
 #include <sstream>
 #include <string>
 
-#include "topology/binding_plan.h"
+#include "src/topology/binding_plan.h"
 
 namespace loom::topology {
 namespace {

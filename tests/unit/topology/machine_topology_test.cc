@@ -9,7 +9,7 @@
 #include <sstream>
 #include <string>
 
-#include "topology/topology.h"
+#include "src/topology/topology.h"
 
 namespace loom::topology {
 namespace {

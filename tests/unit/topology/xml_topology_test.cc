@@ -10,7 +10,7 @@
 #include <fstream>
 #include <string>
 
-#include "topology/topology.h"
+#include "src/topology/topology.h"
 
 namespace loom::topology {
 namespace {

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "comm/transport_policy.h"
+#include "src/comm/transport_policy.h"
 #include "loom/loom.h"
 #include "transports/shm/shm_transport.h"
 #include "transports/tcp/tcp_transport.h"

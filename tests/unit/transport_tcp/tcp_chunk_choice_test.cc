@@ -4,7 +4,7 @@
 
 #include <cstdlib>
 
-#include "tcp_test_util.h"
+#include "tests/unit/transport_tcp/tcp_test_util.h"
 #include "transports/tcp/tcp_transport.h"
 
 namespace loom::testing::tcp {

@@ -8,9 +8,9 @@
 #include <chrono>
 #include <thread>
 
-#include "shm_fork_harness.h"
-#include "shm_test_util.h"
-#include "tcp_test_util.h"
+#include "tests/unit/transports/shm_fork_harness.h"
+#include "tests/unit/transports/shm_test_util.h"
+#include "tests/unit/transport_tcp/tcp_test_util.h"
 #include "transports/tcp/tcp_transport.h"
 
 namespace loom::testing::tcp {

@@ -7,7 +7,7 @@
 #include <chrono>
 
 #include "common/wait.h"
-#include "tcp_test_util.h"
+#include "tests/unit/transport_tcp/tcp_test_util.h"
 
 namespace loom::testing::tcp {
 namespace {

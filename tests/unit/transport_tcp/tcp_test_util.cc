@@ -1,11 +1,11 @@
-#include "tcp_test_util.h"
+#include "tests/unit/transport_tcp/tcp_test_util.h"
 
 #include <chrono>
 #include <thread>
 
-#include "shm_test_util.h"
-#include "support/local_bootstrap.h"
-#include "support/rank_threads.h"
+#include "tests/unit/transports/shm_test_util.h"
+#include "tests/support/local_bootstrap.h"
+#include "tests/support/rank_threads.h"
 #include "transports/tcp/tcp_transport.h"
 
 namespace loom::testing::tcp {

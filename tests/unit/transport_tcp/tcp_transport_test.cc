@@ -8,8 +8,8 @@
 #include <chrono>
 #include <thread>
 
-#include "shm_test_util.h"
-#include "tcp_test_util.h"
+#include "tests/unit/transports/shm_test_util.h"
+#include "tests/unit/transport_tcp/tcp_test_util.h"
 
 namespace loom::testing::tcp {
 namespace {

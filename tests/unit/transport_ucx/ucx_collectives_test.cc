@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "loom/loom.h"
-#include "unit/peer_failure/fault_harness.h"
+#include "tests/unit/peer_failure/fault_harness.h"
 
 namespace {
 

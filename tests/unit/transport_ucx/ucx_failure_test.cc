@@ -11,9 +11,9 @@
 #include <chrono>
 #include <thread>
 
-#include "shm_fork_harness.h"
-#include "shm_test_util.h"
-#include "ucx_test_util.h"
+#include "tests/unit/transports/shm_fork_harness.h"
+#include "tests/unit/transports/shm_test_util.h"
+#include "tests/unit/transport_ucx/ucx_test_util.h"
 
 namespace loom::testing::ucx {
 namespace {

@@ -1,12 +1,12 @@
-#include "ucx_test_util.h"
+#include "tests/unit/transport_ucx/ucx_test_util.h"
 
 #include <cstdio>
 #include <cstdlib>
 #include <unistd.h>
 
-#include "shm_test_util.h"
-#include "support/local_bootstrap.h"
-#include "support/rank_threads.h"
+#include "tests/unit/transports/shm_test_util.h"
+#include "tests/support/local_bootstrap.h"
+#include "tests/support/rank_threads.h"
 #include "transports/ucx/ucx_transport.h"
 
 namespace loom::testing::ucx {

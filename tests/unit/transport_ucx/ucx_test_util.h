@@ -12,7 +12,7 @@
 #include "bootstrap/bootstrap.h"
 #include "common/config.h"
 #include "common/status.h"
-#include "tcp_test_util.h"
+#include "tests/unit/transport_tcp/tcp_test_util.h"
 #include "transports/transport.h"
 
 namespace loom::testing::ucx {

@@ -9,9 +9,9 @@
 #include <chrono>
 #include <thread>
 
-#include "shm_test_util.h"
+#include "tests/unit/transports/shm_test_util.h"
 #include "transports/ucx/ucx_transport.h"
-#include "ucx_test_util.h"
+#include "tests/unit/transport_ucx/ucx_test_util.h"
 
 namespace loom::testing::ucx {
 namespace {

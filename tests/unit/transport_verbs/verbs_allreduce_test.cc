@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "algorithms/ring.h"
-#include "shm_test_util.h"
-#include "support/rank_threads.h"
-#include "verbs_test_util.h"
+#include "tests/unit/transports/shm_test_util.h"
+#include "tests/support/rank_threads.h"
+#include "tests/unit/transport_verbs/verbs_test_util.h"
 
 namespace loom::testing::verbs {
 namespace {

@@ -7,11 +7,11 @@
 #include <cstring>
 #include <thread>
 
-#include "shm_test_util.h"
-#include "support/local_bootstrap.h"
-#include "support/rank_threads.h"
+#include "tests/unit/transports/shm_test_util.h"
+#include "tests/support/local_bootstrap.h"
+#include "tests/support/rank_threads.h"
 #include "transports/verbs/verbs_transport.h"
-#include "verbs_test_util.h"
+#include "tests/unit/transport_verbs/verbs_test_util.h"
 
 namespace loom::testing::verbs {
 namespace {

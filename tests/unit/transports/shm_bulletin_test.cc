@@ -13,11 +13,11 @@
 #include <thread>
 #include <vector>
 
-#include "support/rank_threads.h"
+#include "tests/support/rank_threads.h"
 #include "transports/shm/shm_bulletin.h"
 #include "transports/shm/shm_layout.h"
 #include "transports/shm/shm_ll_connection.h"
-#include "unit/transports/shm_test_util.h"
+#include "tests/unit/transports/shm_test_util.h"
 
 namespace loom::testing::shm {
 namespace {

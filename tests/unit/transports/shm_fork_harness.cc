@@ -1,7 +1,7 @@
-#include "unit/transports/shm_fork_harness.h"
+#include "tests/unit/transports/shm_fork_harness.h"
 
 #include "transports/shm/shm_transport.h"
-#include "unit/transports/shm_test_util.h"
+#include "tests/unit/transports/shm_test_util.h"
 
 #include <poll.h>
 #include <sys/socket.h>

@@ -1,7 +1,7 @@
 // Forked rank processes for the shared-memory transport tests. The test
 // process forks the ranks and acts as their rendezvous: each child reaches it
 // through a socketpair, and an allGather is "every child sends its slot, the
-// parent sends back the whole table" (a stand-in for src/bootstrap, which is
+// parent sends back the whole table" (a stand-in for bootstrap/, which is
 // developed separately). Children report failures through their exit status
 // and stderr.
 #pragma once

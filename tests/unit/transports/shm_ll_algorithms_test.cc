@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "algorithms/registry.h"
-#include "support/rank_threads.h"
+#include "tests/support/rank_threads.h"
 #include "transports/shm/shm_layout.h"
 #include "transports/shm/shm_transport.h"
-#include "unit/transports/shm_test_util.h"
+#include "tests/unit/transports/shm_test_util.h"
 
 namespace loom::testing::shm {
 namespace {

@@ -7,11 +7,11 @@
 #include <chrono>
 #include <thread>
 
-#include "support/rank_threads.h"
+#include "tests/support/rank_threads.h"
 #include "transports/shm/shm_layout.h"
 #include "transports/shm/shm_transport.h"
-#include "unit/transports/shm_fork_harness.h"
-#include "unit/transports/shm_test_util.h"
+#include "tests/unit/transports/shm_fork_harness.h"
+#include "tests/unit/transports/shm_test_util.h"
 
 namespace loom::testing::shm {
 namespace {

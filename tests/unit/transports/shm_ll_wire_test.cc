@@ -9,9 +9,9 @@
 #include <memory>
 #include <vector>
 
-#include "support/rank_threads.h"
+#include "tests/support/rank_threads.h"
 #include "transports/shm/shm_ll_connection.h"
-#include "unit/transports/shm_test_util.h"
+#include "tests/unit/transports/shm_test_util.h"
 
 namespace loom::testing::shm {
 namespace {

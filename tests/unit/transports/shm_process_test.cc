@@ -5,8 +5,8 @@
 
 #include "common/format.h"
 #include "transports/shm/shm_transport.h"
-#include "unit/transports/shm_fork_harness.h"
-#include "unit/transports/shm_test_util.h"
+#include "tests/unit/transports/shm_fork_harness.h"
+#include "tests/unit/transports/shm_test_util.h"
 
 namespace loom::testing::shm {
 namespace {

@@ -5,10 +5,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "support/local_bootstrap.h"
-#include "support/rank_threads.h"
+#include "tests/support/local_bootstrap.h"
+#include "tests/support/rank_threads.h"
 #include "transports/shm/shm_transport.h"
-#include "unit/transports/shm_test_util.h"
+#include "tests/unit/transports/shm_test_util.h"
 
 namespace loom::testing::shm {
 namespace {

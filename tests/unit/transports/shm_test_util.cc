@@ -1,4 +1,4 @@
-#include "unit/transports/shm_test_util.h"
+#include "tests/unit/transports/shm_test_util.h"
 
 #include <unistd.h>
 
@@ -6,8 +6,8 @@
 #include <filesystem>
 
 #include "common/format.h"
-#include "support/local_bootstrap.h"
-#include "support/rank_threads.h"
+#include "tests/support/local_bootstrap.h"
+#include "tests/support/rank_threads.h"
 #include "transports/shm/shm_transport.h"
 
 namespace loom::testing::shm {

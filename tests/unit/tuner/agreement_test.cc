@@ -8,9 +8,9 @@
 #include <fstream>
 #include <mutex>
 
-#include "comm/algorithm_selection.h"
-#include "support/local_bootstrap.h"
-#include "support/rank_threads.h"
+#include "src/comm/algorithm_selection.h"
+#include "tests/support/local_bootstrap.h"
+#include "tests/support/rank_threads.h"
 
 namespace loom {
 namespace {

@@ -1,9 +1,9 @@
 // The cost model's formulas and the monotonicity of its predictions.
 #include <gtest/gtest.h>
 
-#include "tuner/cost_model.h"
-#include "tuner/tuner.h"
-#include "tuner_test_util.h"
+#include "src/tuner/cost_model.h"
+#include "src/tuner/tuner.h"
+#include "tests/unit/tuner/tuner_test_util.h"
 
 namespace loom::tuner {
 namespace {

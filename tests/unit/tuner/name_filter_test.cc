@@ -1,8 +1,8 @@
 // LOOM_ALGO / LOOM_PROTO syntax: lists, ^, case, per-collective segments, unknown names.
 #include <gtest/gtest.h>
 
-#include "tuner/name_filter.h"
-#include "tuner/tuning_table.h"
+#include "src/tuner/name_filter.h"
+#include "src/tuner/tuning_table.h"
 
 namespace loom::tuner {
 namespace {

@@ -1,7 +1,7 @@
 // Online tuning's bookkeeping (tuner/online_tuner.h) without communication:
 // the exploration schedule, the medians each rank reports, the decision from
 // summed medians, re-exploration, and which predictions become candidates.
-#include "tuner/online_tuner.h"
+#include "src/tuner/online_tuner.h"
 
 #include <gtest/gtest.h>
 

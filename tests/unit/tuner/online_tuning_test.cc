@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "loom/loom.h"
-#include "scoped_env.h"
+#include "tests/unit/tuner/scoped_env.h"
 
 namespace {
 

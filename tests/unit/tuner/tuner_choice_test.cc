@@ -5,9 +5,9 @@
 
 #include <string>
 
-#include "comm/algorithm_selection.h"
-#include "tuner/tuner.h"
-#include "tuner_test_util.h"
+#include "src/comm/algorithm_selection.h"
+#include "src/tuner/tuner.h"
+#include "tests/unit/tuner/tuner_test_util.h"
 
 namespace loom::tuner {
 namespace {

@@ -1,4 +1,4 @@
-#include "tuner_test_util.h"
+#include "tests/unit/tuner/tuner_test_util.h"
 
 #include "common/format.h"
 

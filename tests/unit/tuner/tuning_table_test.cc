@@ -8,7 +8,7 @@
 #include <fstream>
 #include <string>
 
-#include "tuner/tuning_table.h"
+#include "src/tuner/tuning_table.h"
 
 namespace loom::tuner {
 namespace {

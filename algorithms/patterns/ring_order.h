@@ -1,0 +1,40 @@
+// The order ranks take around a ring: host-grouped (HostLayout::ringOrder)
+// when the context knows its hosts, so that the ring crosses between hosts
+// as few times as possible, else rank order.
+//
+// Ring algorithms index their blocks by ring *position*; the collectives
+// whose output layout is by rank (reduce-scatter, all-gather) map a
+// position's block to the rank at that position (rankAt), so the result is
+// the same as the rank-order ring's.
+#pragma once
+
+#include "algorithms/algorithm.h"
+#include "algorithms/patterns/host_layout.h"
+
+namespace loom::algo {
+
+class RingOrder {
+ public:
+  explicit RingOrder(const AlgoContext& ctx)
+      : n_(ctx.nranks),
+        order_(ctx.hosts && ctx.hosts->nranks == ctx.nranks && ctx.hosts->rank == ctx.rank ? &ctx.hosts->ringOrder
+                                                                                           : nullptr),
+        position_(order_ ? ctx.hosts->ringPosition[static_cast<size_t>(ctx.rank)] : ctx.rank) {}
+
+  int size() const { return n_; }
+  int position() const { return position_; }
+  // The rank at ring position p (taken modulo the ring size, negatives too).
+  int rankAt(int p) const {
+    const int wrapped = ((p % n_) + n_) % n_;
+    return order_ ? (*order_)[static_cast<size_t>(wrapped)] : wrapped;
+  }
+  int next() const { return rankAt(position_ + 1); }
+  int prev() const { return rankAt(position_ - 1); }
+
+ private:
+  int n_;
+  const std::vector<int>* order_;  // null: rank order
+  int position_;
+};
+
+}  // namespace loom::algo

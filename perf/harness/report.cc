@@ -1,0 +1,143 @@
+#include "perf/harness/report.h"
+
+#include <cerrno>
+#include <cstring>
+
+#include "perf/harness/datatypes.h"
+
+namespace loom::perf {
+namespace {
+
+// nccl-tests' time column: fewer decimals as the number grows.
+void formatTime(char (&text)[32], double us) {
+  const char* format = us >= 10000.0 ? "%7.0f" : us >= 100.0 ? "%7.1f" : "%7.2f";
+  std::snprintf(text, sizeof text, format, us);
+}
+
+void printPlacement(FILE* out, const PlacementResult& r) {
+  char time[32];
+  formatTime(time, r.timeUs);
+  char wrong[32];
+  if (r.wrong < 0) std::snprintf(wrong, sizeof wrong, "%6s", "N/A");
+  else std::snprintf(wrong, sizeof wrong, "%6lld", static_cast<long long>(r.wrong));
+  std::fprintf(out, "  %7s  %6.2f  %6.2f  %s", time, r.algBw, r.busBw, wrong);
+}
+
+void printShare(FILE* out, double share) {
+  if (share < 0) std::fprintf(out, "  %6s", "-");
+  else std::fprintf(out, "  %6.1f", share * 100.0);
+}
+
+void jsonPlacement(FILE* f, const char* name, const PlacementResult& r) {
+  std::fprintf(f, "\"%s\": {\"time_us\": %.3f, \"algbw_gbps\": %.4f, \"busbw_gbps\": %.4f, \"wrong\": %lld, ",
+               name, r.timeUs, r.algBw, r.busBw, static_cast<long long>(r.wrong));
+  if (r.memShare < 0) std::fprintf(f, "\"mem_bound_share\": null, ");
+  else std::fprintf(f, "\"mem_bound_share\": %.4f, ", r.memShare);
+  std::fprintf(f, "\"algorithm\": \"%s\"}", r.algorithm.c_str());
+}
+
+const char* combineName(TimeCombine c) {
+  switch (c) {
+    case TimeCombine::kRank0: return "rank0";
+    case TimeCombine::kMin: return "min";
+    case TimeCombine::kMax: return "max";
+    default: return "average";
+  }
+}
+
+}  // namespace
+
+void printHeader(FILE* out, const PerfOptions& o) {
+  std::fprintf(out, "# nThread %d nGpus %d minBytes %zu maxBytes %zu step: ", o.threads, o.gpus, o.minBytes,
+               o.maxBytes);
+  if (o.stepFactor > 1) std::fprintf(out, "%ld(factor)", o.stepFactor);
+  else std::fprintf(out, "%zu(bytes)", o.stepBytes);
+  std::fprintf(out, " warmup iters: %d iters: %d agg iters: %d validation: %d graph: 0\n#\n", o.warmupIters,
+               o.iters, o.aggIters, o.check ? 1 : 0);
+}
+
+void printDevices(FILE* out, const std::vector<RankInfo>& ranks, const char* deviceText) {
+  std::fprintf(out, "# Using devices\n");
+  for (const RankInfo& r : ranks)
+    std::fprintf(out, "#  Rank %2d Group %2d Pid %6d on %10s device %2d [cpu] %s\n", r.rank, r.group, r.pid, r.host,
+                 r.device, deviceText);
+  std::fprintf(out, "#\n");
+}
+
+void printMemoryBound(FILE* out, const StreamBandwidth& stream, double trafficFactor, int nranks) {
+  std::fprintf(out, "# Stream bandwidth: %.2f GB/s (%d ranks each copying %zu MiB x %d at once, (read + written)"
+               " bytes / time, best of %d)\n", stream.bytesPerSecond / 1e9, nranks, stream.bufferBytes >> 20,
+               stream.copies, stream.trials);
+  std::fprintf(out, "# %%mem: memory-traffic bound time / time, bound = %g x size / stream bandwidth"
+               " (one-copy traffic for %d ranks), sizes >= %zu MiB\n#\n", trafficFactor, nranks,
+               kMemoryBoundMinBytes >> 20);
+}
+
+void printTableHeader(FILE* out, bool memoryBound) {
+  // Each title centred over its four columns (33 characters after the 52 of size..root).
+  std::fprintf(out, "#%51s%22s%11s%20s%13s\n", "", "out-of-place", "", "in-place", "");
+  std::fprintf(out, "#%11s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s", "size", "count", "type",
+               "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong");
+  if (memoryBound) std::fprintf(out, "  %6s  %6s", "%mem", "%mem");
+  std::fprintf(out, "  algorithm\n");
+  std::fprintf(out, "#%11s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s", "(B)", "(elements)", "",
+               "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "");
+  if (memoryBound) std::fprintf(out, "  %6s  %6s", "(oop)", "(ip)");
+  std::fprintf(out, "\n");
+}
+
+std::string algorithmColumn(const ResultRow& row) {
+  const std::string& oop = row.outOfPlace.algorithm;
+  const std::string& ip = row.inPlace.algorithm;
+  return oop == ip ? oop : oop + "|" + ip;
+}
+
+void printRow(FILE* out, const ResultRow& row, bool memoryBound) {
+  std::fprintf(out, "%12zu  %12zu  %8s  %6s  %6d", row.bytes, row.count, typeName(row.type), row.redop, row.root);
+  printPlacement(out, row.outOfPlace);
+  printPlacement(out, row.inPlace);
+  if (memoryBound) {
+    printShare(out, row.outOfPlace.memShare);
+    printShare(out, row.inPlace.memShare);
+  }
+  std::fprintf(out, "  %s\n", algorithmColumn(row).c_str());
+  std::fflush(out);
+}
+
+void printFooter(FILE* out, const RunSummary& s) {
+  std::fprintf(out, "# Out of bounds values : %lld %s\n", static_cast<long long>(s.outOfBounds),
+               s.outOfBounds ? "FAILED" : "OK");
+  std::fprintf(out, "# Avg bus bandwidth    : %g \n#\n", s.avgBusBw);
+  std::fprintf(out, "# Collective test concluded: %s\n", s.toolName.c_str());
+  std::fflush(out);
+}
+
+bool writeJson(const std::string& path, const PerfOptions& o, const std::vector<ResultRow>& rows,
+               const RunSummary& s) {
+  FILE* f = std::fopen(path.c_str(), "w");
+  if (!f) {
+    std::fprintf(stderr, "%s: cannot write %s: %s\n", s.toolName.c_str(), path.c_str(), std::strerror(errno));
+    return false;
+  }
+  std::fprintf(f, "{\n  \"tool\": \"%s\", \"library\": \"%s\", \"nranks\": %d, \"nthreads\": %d,"
+               " \"stream_bw_gbps\": %.4f,\n", s.toolName.c_str(), s.library.c_str(), s.nranks, o.threads, s.streamBw);
+  std::fprintf(f, "  \"iters\": %d, \"warmup_iters\": %d, \"agg_iters\": %d, \"blocking\": %d, \"check\": %d,"
+               " \"time_across_ranks\": \"%s\",\n  \"results\": [",
+               o.iters, o.warmupIters, o.aggIters, o.blocking ? 1 : 0, o.check ? 1 : 0, combineName(o.combine));
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const ResultRow& r = rows[i];
+    std::fprintf(f, "%s\n    {\"size\": %zu, \"count\": %zu, \"type\": \"%s\", \"redop\": \"%s\", \"root\": %d, ",
+                 i ? "," : "", r.bytes, r.count, typeName(r.type), r.redop, r.root);
+    jsonPlacement(f, "out_of_place", r.outOfPlace);
+    std::fprintf(f, ", ");
+    jsonPlacement(f, "in_place", r.inPlace);
+    std::fprintf(f, "}");
+  }
+  std::fprintf(f, "\n  ],\n  \"out_of_bounds\": %lld, \"wrong\": %lld, \"avg_busbw_gbps\": %.4f\n}\n",
+               static_cast<long long>(s.outOfBounds), static_cast<long long>(s.wrong), s.avgBusBw);
+  const bool ok = std::fclose(f) == 0;
+  if (!ok) std::fprintf(stderr, "%s: cannot finish %s: %s\n", s.toolName.c_str(), path.c_str(), std::strerror(errno));
+  return ok;
+}
+
+}  // namespace loom::perf

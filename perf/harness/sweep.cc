@@ -1,0 +1,272 @@
+#include "perf/harness/sweep.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "perf/harness/datatypes.h"
+#include "perf/harness/memory_bound.h"
+#include "perf/harness/report.h"
+
+namespace loom::perf {
+namespace {
+
+constexpr size_t kGuardBytes = 64;  // checked past the end of every region a call may touch
+constexpr unsigned char kGuardByte = 0xa5;
+constexpr size_t kPageBytes = 4096;
+
+// Page-aligned host memory, zeroed on allocation so that no page fault lands
+// inside a timed iteration.
+class HostBuffer {
+ public:
+  explicit HostBuffer(size_t bytes) {
+    const size_t rounded = std::max<size_t>((bytes + kPageBytes - 1) / kPageBytes * kPageBytes, kPageBytes);
+    data_.reset(static_cast<std::byte*>(std::aligned_alloc(kPageBytes, rounded)));
+    if (!data_) {
+      std::fprintf(stderr, "perf: cannot allocate %zu bytes of host memory\n", rounded);
+      std::fflush(stderr);
+      std::_Exit(1);
+    }
+    std::memset(data_.get(), 0, rounded);
+  }
+  std::byte* data() const { return data_.get(); }
+
+ private:
+  struct Free {
+    void operator()(std::byte* p) const { std::free(p); }
+  };
+  std::unique_ptr<std::byte, Free> data_;
+};
+
+// The elements, from the start of the in-place buffer, that an in-place call may touch.
+size_t inPlaceExtent(const BufferLayout& l, int nranks) {
+  const size_t last = static_cast<size_t>(nranks - 1);
+  return std::max(l.sendInPlaceOffset * last + l.sendCount, l.recvInPlaceOffset * last + l.recvCount);
+}
+
+size_t bufferBytes(const PerfOptions& o, const CollectiveShape& shape, int nranks) {
+  size_t bytes = 0;
+  for (loomDataType_t type : o.types) {
+    const BufferLayout l = shape.layout(o.maxBytes, typeSize(type), nranks);
+    const size_t elements = std::max({l.sendCount, l.recvCount, inPlaceExtent(l, nranks)});
+    bytes = std::max(bytes, elements * typeSize(type));
+  }
+  return bytes + kGuardBytes;
+}
+
+// Where one placement's call reads and writes, and the guard bytes past it.
+struct Placement {
+  CollArgs args;
+  size_t sendCount = 0;
+  size_t recvCount = 0;
+  std::vector<std::byte*> guards;
+};
+
+// Out of place the call uses both buffers from their start; in place it uses
+// the receive buffer at nccl-tests' offsets (all-gather sends from
+// recvbuff + rank*count, reduce-scatter receives at sendbuff + rank*count).
+// Guards sit past everything the call may touch, so none of them overlaps
+// another rank's legitimate part of an in-place buffer.
+Placement placementFor(const BufferLayout& l, const CollArgs& base, bool inPlace, int rank, int nranks,
+                       std::byte* send, std::byte* recv) {
+  const size_t ts = typeSize(base.type);
+  Placement p{base, l.sendCount, l.recvCount, {}};
+  if (inPlace) {
+    p.args.sendbuff = recv + l.sendInPlaceOffset * rank * ts;
+    p.args.recvbuff = recv + l.recvInPlaceOffset * rank * ts;
+    p.guards = {recv + inPlaceExtent(l, nranks) * ts};
+  } else {
+    p.args.sendbuff = send;
+    p.args.recvbuff = recv;
+    p.guards = {send + l.sendCount * ts, recv + l.recvCount * ts};
+  }
+  return p;
+}
+
+struct Measurement {
+  const PerfOptions& options;
+  const CollectiveShape& shape;
+  RankExecutor& executor;
+};
+
+void runIteration(const Measurement& m, const CollArgs& args) {
+  if (m.options.aggIters > 1) m.executor.groupStart();
+  for (int i = 0; i < m.options.aggIters; ++i) m.executor.launch(args);
+  if (m.options.aggIters > 1) m.executor.groupEnd();
+}
+
+// Seconds per operation on this rank: warm-up, align the ranks, then time.
+double timeOperation(const Measurement& m, const CollArgs& args) {
+  for (int i = 0; i < m.options.warmupIters; ++i) runIteration(m, args);
+  m.executor.synchronize();
+  m.executor.barrier();
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < m.options.iters; ++i) {
+    runIteration(m, args);
+    if (m.options.blocking) m.executor.synchronize();
+  }
+  m.executor.synchronize();
+  const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
+  return elapsed.count() / (static_cast<double>(m.options.iters) * m.options.aggIters);
+}
+
+double combineTime(const Measurement& m, double seconds) {
+  switch (m.options.combine) {
+    case TimeCombine::kRank0: return seconds;  // only rank 0 prints, and it has its own time
+    case TimeCombine::kMin: return m.executor.allReduceDouble(seconds, loomMin);
+    case TimeCombine::kMax: return m.executor.allReduceDouble(seconds, loomMax);
+    default: return m.executor.allReduceDouble(seconds, loomSum) / m.executor.nranks();
+  }
+}
+
+// Poisons what the call must write, then writes this rank's input (in place,
+// the input may overlap the poisoned region, as the call expects).
+void prepareData(const Measurement& m, const Placement& p, const DataContext& data) {
+  fillPoison(p.args.type, p.args.recvbuff, p.recvCount);
+  m.shape.fillInput(data, const_cast<void*>(p.args.sendbuff), p.sendCount);
+}
+
+struct CheckCounts {
+  int64_t wrong = 0;
+  int64_t outOfBounds = 0;
+};
+
+// One more call on fresh data, then its result and guard bytes, summed over ranks.
+CheckCounts checkOperation(const Measurement& m, const Placement& p, const DataContext& data) {
+  prepareData(m, p, data);
+  for (std::byte* guard : p.guards) std::memset(guard, kGuardByte, kGuardBytes);
+  m.executor.launch(p.args);
+  m.executor.synchronize();
+  CheckCounts local;
+  local.wrong = m.shape.countWrong(data, p.args.recvbuff, p.recvCount);
+  for (const std::byte* guard : p.guards)
+    for (size_t i = 0; i < kGuardBytes; ++i) local.outOfBounds += guard[i] != std::byte{kGuardByte};
+  return {m.executor.allReduceSum(local.wrong), m.executor.allReduceSum(local.outOfBounds)};
+}
+
+}  // namespace
+
+namespace {
+
+// Sweep-wide state: the buffers, the printing rank's rows and the totals.
+// streamBytesPerSecond > 0 turns on the memory-bound shares.
+class Sweep {
+ public:
+  Sweep(const PerfOptions& o, const CollectiveShape& shape, RankExecutor& executor, double streamBytesPerSecond)
+      : m_{o, shape, executor},
+        send_(bufferBytes(o, shape, executor.nranks())),
+        recv_(bufferBytes(o, shape, executor.nranks())),
+        printing_(executor.rank() == 0),
+        streamBytesPerSecond_(streamBytesPerSecond),
+        trafficFactor_(streamBytesPerSecond > 0 ? shape.memTrafficFactor(executor.nranks()) : 0.0) {}
+
+  void runSizes(loomDataType_t type, loomRedOp_t op, uint64_t seedBase) {
+    const std::vector<size_t> sizes = sweepSizes(m_.options);
+    for (size_t i = 0; i < sizes.size(); ++i) runSize(sizes[i], type, op, seedBase + 2 * i);
+  }
+
+  SweepOutcome finish(const SweepIdentity& identity) {
+    SweepOutcome outcome{wrong_, outOfBounds_, true};
+    if (!printing_) return outcome;
+    RunSummary summary{m_.shape.toolName, identity.library, m_.executor.nranks(), streamBytesPerSecond_ / 1e9,
+                       outOfBounds_, wrong_, busBwCount_ ? busBwSum_ / busBwCount_ : 0.0};
+    printFooter(stdout, summary);
+    if (!m_.options.jsonPath.empty()) outcome.reportWritten = writeJson(m_.options.jsonPath, m_.options, rows_, summary);
+    return outcome;
+  }
+
+ private:
+  void runSize(size_t bytes, loomDataType_t type, loomRedOp_t op, uint64_t seed) {
+    const int nranks = m_.executor.nranks();
+    const int rank = m_.executor.rank();
+    const size_t ts = typeSize(type);
+    const BufferLayout layout = m_.shape.layout(bytes, ts, nranks);
+    const CollArgs base{nullptr, nullptr, layout.paramCount, type, m_.shape.usesOp ? op : loomSum,
+                        m_.options.root};
+    ResultRow row{layout.reportedCount * ts, layout.reportedCount, type,
+                  m_.shape.usesOp ? opName(op) : "none", m_.shape.usesRoot ? m_.options.root : -1, {}, {}};
+    for (int inPlace = 0; inPlace < 2; ++inPlace) {
+      const Placement p = placementFor(layout, base, inPlace, rank, nranks, send_.data(), recv_.data());
+      const DataContext data{DataSpec{type, op, nranks, seed + inPlace}, rank, m_.options.root};
+      (inPlace ? row.inPlace : row.outOfPlace) = measure(p, data, row.bytes);
+    }
+    if (printing_) {
+      printRow(stdout, row, streamBytesPerSecond_ > 0);
+      rows_.push_back(row);
+    }
+  }
+
+  PlacementResult measure(const Placement& p, const DataContext& data, size_t bytes) {
+    prepareData(m_, p, data);
+    PlacementResult r;
+    const double mine = timeOperation(m_, p.args);
+    // Before combineTime: its all-reduce would become the last collective.
+    if (printing_) r.algorithm = m_.executor.lastAlgorithm();
+    const double seconds = combineTime(m_, mine);
+    r.timeUs = seconds * 1e6;
+    r.algBw = seconds > 0 ? static_cast<double>(bytes) / 1e9 / seconds : 0.0;
+    r.busBw = r.algBw * m_.shape.busBwFactor(m_.executor.nranks());
+    r.memShare = memoryBoundShare(trafficFactor_, bytes, seconds, streamBytesPerSecond_);
+    busBwSum_ += r.busBw;
+    ++busBwCount_;
+    if (m_.options.check) {
+      const CheckCounts counts = checkOperation(m_, p, data);
+      r.wrong = counts.wrong;
+      wrong_ += counts.wrong;
+      outOfBounds_ += counts.outOfBounds;
+    }
+    return r;
+  }
+
+  Measurement m_;
+  HostBuffer send_;
+  HostBuffer recv_;
+  bool printing_;
+  std::vector<ResultRow> rows_;
+  int64_t wrong_ = 0;
+  int64_t outOfBounds_ = 0;
+  double busBwSum_ = 0;
+  int busBwCount_ = 0;
+  double streamBytesPerSecond_;
+  double trafficFactor_;
+};
+
+RankInfo describeRank(int rank, int device) {
+  RankInfo info;
+  info.rank = rank;
+  info.pid = static_cast<int32_t>(getpid());
+  info.device = device;
+  if (gethostname(info.host, sizeof info.host - 1) != 0) std::snprintf(info.host, sizeof info.host, "unknown");
+  return info;
+}
+
+}  // namespace
+
+SweepOutcome runSweep(const PerfOptions& options, const CollectiveShape& shape, RankExecutor& executor,
+                      const SweepIdentity& identity) {
+  const bool printing = executor.rank() == 0;
+  if (printing) printHeader(stdout, options);
+  const std::vector<RankInfo> ranks = executor.allGatherInfo(describeRank(executor.rank(), identity.device));
+  if (printing) printDevices(stdout, ranks, identity.deviceText);
+  StreamBandwidth stream;
+  if (options.memoryBound != 0 && shape.memTrafficFactor) {
+    stream = measureStreamBandwidth(executor, streamBufferBytes(executor.nranks()));
+    if (printing) printMemoryBound(stdout, stream, shape.memTrafficFactor(executor.nranks()), executor.nranks());
+  } else if (printing && options.memoryBound == 1) {
+    std::printf("# -M 1: no memory-traffic bound is defined for %s; not measured\n#\n", shape.toolName);
+  }
+  if (printing) printTableHeader(stdout, stream.bytesPerSecond > 0);
+  Sweep sweep(options, shape, executor, stream.bytesPerSecond);
+  const std::vector<loomRedOp_t> ops = shape.usesOp ? options.ops : std::vector<loomRedOp_t>{loomNumOps};
+  for (loomDataType_t type : options.types)
+    for (loomRedOp_t op : ops) sweep.runSizes(type, op, (static_cast<uint64_t>(type) << 40) ^ (static_cast<uint64_t>(op) << 32));
+  return sweep.finish(identity);
+}
+
+}  // namespace loom::perf

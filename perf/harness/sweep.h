@@ -1,0 +1,31 @@
+// The measurement loop shared by every perf tool: for each type, op and size
+// it times the out-of-place and in-place forms of the collective, checks
+// their results, and (on rank 0) prints nccl-tests' table.
+#pragma once
+
+#include <cstdint>
+
+#include "perf/harness/collective.h"
+#include "perf/harness/perf_options.h"
+
+namespace loom::perf {
+
+struct SweepIdentity {
+  const char* library;     // "loom" or "openmpi" (JSON)
+  const char* deviceText;  // after "[cpu]" on the device lines
+  int device;              // this rank's device column (its thread index)
+};
+
+struct SweepOutcome {
+  int64_t wrong = 0;        // wrong elements, summed over ranks, sizes and placements
+  int64_t outOfBounds = 0;  // guard bytes past the buffers that changed, summed likewise
+  bool reportWritten = true;  // false when -J could not be written (rank 0 only)
+};
+
+// Runs the whole sweep on one rank; every rank of the job must call it with
+// the same options. Rank 0 prints to stdout (and writes -J); the others print
+// nothing. Methods of `executor` end the process on library errors.
+SweepOutcome runSweep(const PerfOptions& options, const CollectiveShape& shape, RankExecutor& executor,
+                      const SweepIdentity& identity);
+
+}  // namespace loom::perf

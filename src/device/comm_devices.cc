@@ -1,0 +1,223 @@
+#include "src/device/comm_devices.h"
+
+#include <cstdlib>
+
+#include "common/format.h"
+#include "src/device/gdr_availability.h"
+#include "transports/verbs/verbs_transport.h"
+
+namespace loom::cuda {
+namespace {
+
+// "8M", "512K", "1G" or plain bytes; false if it does not parse.
+bool parseSize(const char* text, size_t* out) {
+  char* end = nullptr;
+  const unsigned long long v = std::strtoull(text, &end, 10);
+  if (end == text) return false;
+  unsigned shift = 0;
+  if (*end == 'K' || *end == 'k') shift = 10, ++end;
+  else if (*end == 'M' || *end == 'm') shift = 20, ++end;
+  else if (*end == 'G' || *end == 'g') shift = 30, ++end;
+  if (*end != '\0' || v > (~0ull >> shift)) return false;
+  *out = static_cast<size_t>(v << shift);
+  return true;
+}
+
+std::string bufferWhat(const char* name, const void* ptr, int rank) {
+  return strprintf("%s %p on rank %d", name, ptr, rank);
+}
+
+}  // namespace
+
+DeviceSettings DeviceSettings::fromEnv(std::vector<std::string>* warnings) {
+  DeviceSettings s;
+  if (const char* v = std::getenv("LOOM_CUDA_P2P"); v && *v) {
+    if (std::string(v) == "1") s.directP2P = true;
+    else if (std::string(v) != "0" && warnings) warnings->push_back(strprintf("LOOM_CUDA_P2P='%s': expected 0 or 1", v));
+  }
+  if (const char* v = std::getenv("LOOM_NET_GDR"); v && *v) {
+    if (std::string(v) == "1") s.netGdr = true;
+    else if (std::string(v) != "0" && warnings) warnings->push_back(strprintf("LOOM_NET_GDR='%s': expected 0 or 1", v));
+  }
+  if (const char* v = std::getenv("LOOM_CUDA_COPY_CHUNK"); v && *v) {
+    size_t bytes = 0;
+    if (parseSize(v, &bytes) && bytes >= 4096) s.copyChunkBytes = bytes;
+    else if (warnings)
+      warnings->push_back(strprintf("LOOM_CUDA_COPY_CHUNK='%s': expected bytes >= 4K (K/M/G suffixes)", v));
+  }
+  return s;
+}
+
+std::unique_ptr<CommDevices> CommDevices::create(const CommDeviceSetup& setup, const Logger& log) {
+  std::vector<std::string> warnings;
+  DeviceSettings settings = DeviceSettings::fromEnv(&warnings);
+  // GDR across hosts: every rank joins the agreement, with or without a
+  // device of its own (src/device/gdr_availability.h).
+  bool gdr = false;
+  if (settings.netGdr && setup.nranks > 1 && !setup.singleHost && setup.bootstrap) {
+    const Config fallback;
+    const Config& config = setup.config ? *setup.config : fallback;
+    bool ibDisabled = false;
+    for (const auto& t : config.disabledTransports) ibDisabled = ibDisabled || t == "ib";
+    const std::string why = gdrLocalReason(probeGdrLocalFacts(config.transport, ibDisabled));
+    auto agreed = agreeOnGdr(*setup.bootstrap, why, setup.wait, log);
+    if (!agreed.isOk())
+      LOOM_WARN(log, kSubsysInit, "GDR: %s; device buffers are staged", agreed.status().message().c_str());
+    gdr = agreed.isOk() && agreed.value();
+  }
+  if (!devicesUsable()) return nullptr;
+  for (const auto& w : warnings) LOOM_WARN(log, kSubsysEnv, "%s", w.c_str());
+  auto devices = std::make_unique<CommDevices>(setup, settings, classifyPointer, nullptr);
+  if (settings.directP2P && directPathBuilt() && setup.singleHost)
+    devices->direct_ = makeDirectPath(setup.rank, setup.nranks, setup.bootstrap);
+  if (settings.netGdr && setup.singleHost && setup.nranks > 1)
+    LOOM_INFO(log, kSubsysInit, "GDR: LOOM_NET_GDR=1 has no effect on a single host (LOOM_CUDA_P2P=1 is its direct path)");
+  if (gdr) {
+    GdrPathOptions options;
+    options.rank = setup.rank;
+    options.nranks = setup.nranks;
+    options.bootstrap = setup.bootstrap;
+    options.provider = transport::defaultVerbsProvider();
+    options.makeReducer = makeCudaReducer;
+    options.log = log;
+    devices->gdr_ = std::make_unique<GdrPath>(std::move(options));
+    devices->gdrKernels_ = directPathBuilt();
+  }
+  LOOM_INFO(log, kSubsysInit, "CUDA: %s; device buffers staged through pinned memory (copies of %zu B)%s%s",
+            availability().describe().c_str(), settings.copyChunkBytes,
+            devices->direct_ ? ", same-host all-reduce direct over CUDA IPC when every rank can" : "",
+            devices->gdr_ ? ", cross-host all-reduce over GPUDirect RDMA when every rank can" : "");
+  return devices;
+}
+
+CommDevices::CommDevices(const CommDeviceSetup& setup, DeviceSettings settings, Classifier classify,
+                         std::function<Result<CopyEngine*>(int device)> copies)
+    : setup_(setup), settings_(settings), classify_(std::move(classify)), copies_(std::move(copies)) {
+  if (!copies_) copies_ = [this](int device) { return cudaCopies(device); };
+}
+
+Result<CopyEngine*> CommDevices::cudaCopies(int device) {
+  auto& engine = cudaCopies_[device];
+  if (!engine) {
+    auto made = makeCudaCopyEngine(device);
+    LOOM_TRY(made.status());
+    engine = std::move(made).value();
+  }
+  return engine.get();
+}
+
+Result<PinnedPool::Lease*> CommDevices::staging(size_t bytes) {
+  if (staging_.bytes() < bytes) {
+    staging_ = PinnedPool::Lease();  // back to the pool before taking a bigger one
+    auto lease = PinnedPool::instance().acquire(bytes);
+    LOOM_TRY(lease.status().withContext(strprintf("rank %d: ", setup_.rank)));
+    staging_ = std::move(lease).value();
+  }
+  return &staging_;
+}
+
+Status CommDevices::runCollective(const algo::CollArgs& args, const WaitContext& wait, const HostCollective& runHost,
+                                  bool* handled) {
+  *handled = false;
+  // runHost may come back here with the staged (host) buffers: run them as host memory.
+  if (running_) return Status::ok();
+  running_ = true;
+  struct Leave {
+    bool* flag;
+    ~Leave() { *flag = false; }
+  } leave{&running_};
+  auto send = classify_(args.sendbuf, bufferWhat("sendbuff", args.sendbuf, setup_.rank));
+  LOOM_TRY(send.status());
+  auto recv = classify_(args.recvbuf, bufferWhat("recvbuff", args.recvbuf, setup_.rank));
+  LOOM_TRY(recv.status());
+  const bool sendStaged = needsStaging(send.value().kind), recvStaged = needsStaging(recv.value().kind);
+  const size_t es = dataTypeSize(args.dtype);
+
+  DirectFacts facts;
+  facts.enabled = direct_ != nullptr;
+  facts.kernelsBuilt = directPathBuilt();
+  facts.devicesUsable = devicesUsable();
+  facts.singleHost = setup_.singleHost;
+  facts.nranks = setup_.nranks;
+  facts.type = args.type;
+  facts.bytes = args.count * es;
+  const bool eligible = directEligible(facts);
+  bool ranDirect = false;
+  if (eligible) {
+    *handled = true;
+    LOOM_TRY(direct_->allReduce(args, send.value(), recv.value(), wait, &ranDirect));
+  }
+  GdrFacts gdrFacts;
+  gdrFacts.agreed = gdr_ != nullptr && !gdr_->unavailable();
+  gdrFacts.kernelsBuilt = gdrKernels_;
+  gdrFacts.singleHost = setup_.singleHost;
+  gdrFacts.nranks = setup_.nranks;
+  gdrFacts.type = args.type;
+  gdrFacts.bytes = facts.bytes;
+  const bool gdrOk = !eligible && gdrEligible(gdrFacts);
+  bool ranGdr = false;
+  if (gdrOk) {
+    *handled = true;
+    LOOM_TRY(gdr_->allReduce(args, send.value(), recv.value(), wait, &ranGdr));
+  }
+  lastPath_ = gdrOk ? choosePath(true, ranGdr, sendStaged || recvStaged, DataPath::kDirectGdr)
+                    : choosePath(eligible, ranDirect, sendStaged || recvStaged);
+  if (lastPath_ == DataPath::kDirectP2P || lastPath_ == DataPath::kDirectGdr) return Status::ok();
+  if (lastPath_ == DataPath::kHost) return eligible || gdrOk ? runHost(args) : Status::ok();
+  *handled = true;
+
+  StagingInputs in;
+  in.type = args.type;
+  in.count = args.count;
+  in.elemBytes = es;
+  in.nranks = setup_.nranks;
+  in.rank = setup_.rank;
+  in.root = args.root;
+  in.inPlace = isInPlace(args, setup_.rank);
+  in.sendStaged = sendStaged;
+  in.recvStaged = recvStaged;
+  in.copyChunkBytes = settings_.copyChunkBytes;
+  const StagingPlan plan = planStaging(in);
+  const int device = sendStaged ? send.value().device : recv.value().device;
+  auto copies = copies_(device);
+  LOOM_TRY(copies.status().withContext(strprintf("rank %d, device %d: ", setup_.rank, device)));
+  auto buffer = staging(plan.stagingBytes);
+  LOOM_TRY(buffer.status());
+  return runStagedCollective(args, plan, buffer.value()->data(), *copies.value(), wait, runHost);
+}
+
+Status CommDevices::runP2P(const std::vector<algo::P2POp>& ops, const WaitContext& wait, const HostP2P& runHost,
+                           bool* handled) {
+  *handled = false;
+  if (running_) return Status::ok();
+  running_ = true;
+  struct Leave {
+    bool* flag;
+    ~Leave() { *flag = false; }
+  } leave{&running_};
+  std::vector<bool> staged(ops.size(), false);
+  int device = -1;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const bool isSend = ops[i].kind == algo::P2POp::kSend;
+    const void* buf = isSend ? ops[i].src : ops[i].dst;
+    auto info = classify_(buf, strprintf("%s buffer %p (peer %d) on rank %d", isSend ? "send" : "recv", buf,
+                                         ops[i].peer, setup_.rank));
+    LOOM_TRY(info.status());
+    staged[i] = needsStaging(info.value().kind);
+    if (staged[i] && device < 0) device = info.value().device;
+  }
+  if (device < 0) {
+    lastPath_ = DataPath::kHost;
+    return Status::ok();
+  }
+  *handled = true;
+  lastPath_ = DataPath::kStaged;
+  const P2PStagingPlan plan = planP2PStaging(ops, staged, settings_.copyChunkBytes);
+  auto copies = copies_(device);
+  LOOM_TRY(copies.status().withContext(strprintf("rank %d, device %d: ", setup_.rank, device)));
+  auto buffer = staging(plan.stagingBytes);
+  LOOM_TRY(buffer.status());
+  return runStagedP2P(ops, plan, buffer.value()->data(), *copies.value(), wait, runHost);
+}
+
+}  // namespace loom::cuda

@@ -1,0 +1,91 @@
+// Device memory in one communicator: classifies each call's buffers and runs
+// calls on device memory staged through pinned host memory (any transport),
+// or, for same-host all-reduce with LOOM_CUDA_P2P=1, directly between the
+// devices (cuda/p2p_direct.h), and, across hosts with LOOM_NET_GDR=1,
+// between device buffers through the RDMA NIC (src/device/gdr_path.h). Host
+// buffers never get here in a process
+// without a usable CUDA device (the communicator then has no CommDevices).
+//
+// Runs on the communicator's executor thread, one call at a time.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "algorithms/algorithm.h"
+#include "algorithms/p2p.h"
+#include "bootstrap/bootstrap.h"
+#include "common/config.h"
+#include "common/log.h"
+#include "src/device/gdr_path.h"
+#include "src/device/p2p_direct.h"
+#include "src/device/path_selection.h"
+#include "src/device/runtime.h"
+#include "src/device/staged_run.h"
+
+namespace loom::cuda {
+
+struct CommDeviceSetup {
+  int rank = 0;
+  int nranks = 1;
+  bool singleHost = false;
+  bootstrap::Bootstrap* bootstrap = nullptr;
+  const Config* config = nullptr;  // create() only: LOOM_TRANSPORT and LOOM_IB_DISABLE for the GDR decision
+  WaitContext wait = {};           // create() only: the GDR agreement's exchange
+};
+
+// Settings read from the environment when the communicator is created.
+struct DeviceSettings {
+  bool directP2P = false;                   // LOOM_CUDA_P2P=1
+  bool netGdr = false;                      // LOOM_NET_GDR=1 (alike on every rank: create() joins an exchange)
+  size_t copyChunkBytes = size_t{8} << 20;  // LOOM_CUDA_COPY_CHUNK
+  static DeviceSettings fromEnv(std::vector<std::string>* warnings);
+};
+
+class CommDevices {
+ public:
+  // Null when this process has no usable CUDA device: every buffer is host memory.
+  static std::unique_ptr<CommDevices> create(const CommDeviceSetup& setup, const Logger& log);
+  // For tests: any process, any copy engine and pointer classifier.
+  using Classifier = std::function<Result<PointerInfo>(const void* ptr, const std::string& what)>;
+  CommDevices(const CommDeviceSetup& setup, DeviceSettings settings, Classifier classify,
+              std::function<Result<CopyEngine*>(int device)> copies);
+
+  // Runs a collective whose buffers include device memory; *handled false
+  // (nothing done) when all are host memory, and the caller runs it as usual.
+  Status runCollective(const algo::CollArgs& args, const WaitContext& wait, const HostCollective& runHost,
+                       bool* handled);
+  // The same for a fused send/recv operation.
+  Status runP2P(const std::vector<algo::P2POp>& ops, const WaitContext& wait, const HostP2P& runHost,
+                bool* handled);
+  // The GDR path (create() makes it when every rank agreed; tests inject
+  // one over the emulated fabric). It brings its own reducer, so calls are
+  // eligible whatever kernels this build has.
+  void useGdrPath(std::unique_ptr<GdrPath> gdr) {
+    gdr_ = std::move(gdr);
+    gdrKernels_ = true;
+  }
+  // The path of the last call (tests, logs).
+  DataPath lastPath() const { return lastPath_; }
+
+ private:
+  Result<CopyEngine*> cudaCopies(int device);
+  Result<PinnedPool::Lease*> staging(size_t bytes);
+
+  CommDeviceSetup setup_;
+  DeviceSettings settings_;
+  Classifier classify_;
+  std::function<Result<CopyEngine*>(int device)> copies_;
+  std::map<int, std::unique_ptr<CopyEngine>> cudaCopies_;  // per device, created on first use
+  PinnedPool::Lease staging_;  // kept between calls: the next one of the same size reuses it
+  std::unique_ptr<DirectPath> direct_;
+  std::unique_ptr<GdrPath> gdr_;
+  bool gdrKernels_ = false;  // the GDR path's reducer has kernels to run (GdrFacts::kernelsBuilt)
+  DataPath lastPath_ = DataPath::kHost;
+  bool running_ = false;  // inside runCollective/runP2P: a nested call is the host step
+};
+
+}  // namespace loom::cuda
