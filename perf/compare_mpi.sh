@@ -28,6 +28,10 @@
 # switches between states that last seconds (2 ranks at 8 B: 0.15, 0.23 or
 # 0.45 us a call, for both libraries), so a median of 5 short runs is mostly
 # a draw of states; the extra runs alternate the two libraries like the rest.
+# BEFORE=OTHER_BUILD_DIR adds a third library in the same alternating rounds:
+# Loom as built in OTHER_BUILD_DIR (e.g. the previous commit), with the same
+# flags, and prints its median time and the after/before ratio per size (a
+# refactor that must not change performance keeps them within a few percent).
 # Environment knobs: REPS (5), SMALL_REPS (15), ITERS (20), MID_WARMUP (400), LARGE_WARMUP (25), RANKS ("2 4"),
 # DTYPE (float), OP (sum), MPIRUN_ARGS (extra mpirun flags).
 #
@@ -66,6 +70,17 @@ mpirun_cmd=(mpirun --oversubscribe --mca btl self,vader --bind-to none)
 # shellcheck disable=SC2206  # word splitting of user-given flags is intended
 [[ -n ${MPIRUN_ARGS:-} ]] && mpirun_cmd+=($MPIRUN_ARGS)
 
+before_bin=""
+if [[ -n ${BEFORE:-} ]]; then
+  before_bin=$BEFORE/bin
+  for tool in loomrun all_reduce_perf; do
+    if [[ ! -x $before_bin/$tool ]]; then
+      echo "compare_mpi.sh: BEFORE=$BEFORE: $before_bin/$tool not found" >&2
+      exit 2
+    fi
+  done
+fi
+
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
@@ -88,6 +103,7 @@ run_tool() {
   # -z 1: blocking calls on Loom's NULL stream, like MPI_Allreduce.
   local launcher=("$bin/loomrun" -n "$n" --no-tag-output "$bin/all_reduce_perf" -z 1)
   [[ $library == mpi ]] && launcher=("${mpirun_cmd[@]}" -np "$n" "$bin/mpi_all_reduce_perf")
+  [[ $library == before ]] && launcher=("$before_bin/loomrun" -n "$n" --no-tag-output "$before_bin/all_reduce_perf" -z 1)
   # Sizes up to 8 KiB get their own run with many more warm-up and timed
   # calls: both libraries set connections up lazily, and with -w 5 the first
   # row of a run still measures that (Open MPI's 8 B: 1.7 us at -w 5, 0.55 us
@@ -113,20 +129,24 @@ echo "# median of $reps runs (sizes up to 8 KiB: $small_reps runs of -n $small_i
 echo "# each run: -n $iters timed iterations after -w $mid_warmup (32-512 KiB) or -w $large_warmup (from 2 MiB), time averaged over ranks;"
 echo "# busbw (GB/s) = size / median time x 2(n-1)/n; both sides make blocking calls (Loom: -z 1, NULL stream)"
 echo "# time ratio = MPI time / Loom time and busbw ratio = Loom busbw / MPI busbw: > 1 means Loom is faster"
+[[ -n $before_bin ]] && echo "# before = Loom as built in $BEFORE, run in the same alternating rounds; after/before = this build's time / that build's time"
 [[ $have_mpi -eq 0 ]] && echo "# Open MPI baseline unavailable: $mpi_missing; showing Loom alone"
 
 for n in $ranks_list; do
   for ((rep = 1; rep <= reps || rep <= small_reps; ++rep)); do
     ranges=("${all_ranges[@]}")
     ((rep > reps)) && ranges=("$small_range")
+    # With BEFORE, odd rounds run the other build first, so neither build always follows MPI.
+    if [[ -n $before_bin ]] && ((rep % 2)); then run_tool before "$n" "$rep" "${ranges[@]}"; fi
     run_tool loom "$n" "$rep" "${ranges[@]}"
+    if [[ -n $before_bin ]] && ! ((rep % 2)); then run_tool before "$n" "$rep" "${ranges[@]}"; fi
     [[ $have_mpi -eq 1 ]] && run_tool mpi "$n" "$rep" "${ranges[@]}"
   done
 done
 
-python3 - "$work" "$((reps > small_reps ? reps : small_reps))" "$have_mpi" $ranks_list <<'PY'
+python3 - "$work" "$((reps > small_reps ? reps : small_reps))" "$have_mpi" "${before_bin:+1}" $ranks_list <<'PY'
 import os, statistics, sys
-work, reps, have_mpi, ranks = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1", sys.argv[4:]
+work, reps, have_mpi, have_before, ranks = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1", sys.argv[4] == "1", sys.argv[5:]
 
 def load(library, n):
     """size -> (median time us, its busbw in GB/s, total wrong, median memory-bound
@@ -175,9 +195,11 @@ def share_text(s):
     return f"{s:>6.1f}" if s is not None else f"{'-':>6}"
 
 summary = []
+before_ratios = []
 for n in ranks:
     loom = load("loom", n)
     mpi = load("mpi", n) if have_mpi else {}
+    before = load("before", n) if have_before else {}
     print(f"\n## {n} ranks")
     stream = statistics.median(streams("loom", n) or [0])
     if stream:
@@ -196,9 +218,28 @@ for n in ranks:
                   f"   {share_text(ls)} {share_text(ms):>7}  {la}")
         else:
             print(f"{size:>10} {lt:>10.2f} {lb:>11.3f}   {share_text(ls)}  {la}")
-    wrong = sum(v[2] for v in loom.values()) + sum(v[2] for v in mpi.values())
+    wrong = sum(v[2] for v in loom.values()) + sum(v[2] for v in mpi.values()) + sum(v[2] for v in before.values())
     print(f"# wrong values in the checked run: {wrong}")
     summary.append((n, loom, mpi))
+    if have_before:
+        print(f"# this build (after) vs BEFORE, same rounds")
+        print(f"{'size(B)':>10} {'after(us)':>10} {'before(us)':>10} {'after/before':>12}  after / before algorithm")
+        for size in sorted(loom):
+            if size not in before:
+                continue
+            lt, bt = loom[size][0], before[size][0]
+            r = lt / bt if bt > 0 else float("nan")
+            before_ratios.append((n, size, r))
+            print(f"{size:>10} {lt:>10.2f} {bt:>10.2f} {r:>12.3f}  {loom[size][4]} / {before[size][4]}")
+
+if before_ratios:
+    print("\n## after/before: this build's median time over BEFORE's, per size (1.000 = the same)")
+    for n in ranks:
+        rs = [r for m, _, r in before_ratios if m == n]
+        worst = max(rs, key=lambda r: abs(r - 1))
+        within = sum(abs(r - 1) <= 0.05 for r in rs)
+        print(f"{n} ranks: median {statistics.median(rs):.3f}, furthest from 1: {worst:.3f},"
+              f" within 5%: {within} of {len(rs)} sizes")
 
 # The issue's targets; "met"/"MISSED" compare the medians above.
 LATENCY_TARGET = {"2": 0.8, "4": 1.0}  # Loom/MPI time at the smallest size, at most
