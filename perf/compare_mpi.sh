@@ -19,7 +19,7 @@
 # bound achieved ((3n-1) x size / stream bandwidth / time; perf/README.md);
 # the table shows its median, and Loom's algorithm column.
 #
-# The summary checks the targets: 8 B latency Loom/MPI <= 0.8 at 2
+# The summary checks Loom's targets against Open MPI: 8 B latency Loom/MPI <= 0.8 at 2
 # ranks and <= 1.0 at 4 ranks, 64 MiB busbw Loom/MPI >= 1.5, and a 64 MiB
 # memory-bound share >= 60%.
 #
@@ -241,7 +241,7 @@ if before_ratios:
         print(f"{n} ranks: median {statistics.median(rs):.3f}, furthest from 1: {worst:.3f},"
               f" within 5%: {within} of {len(rs)} sizes")
 
-# The targets; "met"/"MISSED" compare the medians above.
+# Loom's targets; "met"/"MISSED" compare the medians above.
 LATENCY_TARGET = {"2": 0.8, "4": 1.0}  # Loom/MPI time at the smallest size, at most
 BUSBW_TARGET = 1.5                     # Loom/MPI busbw at 64 MiB, at least
 SHARE_TARGET = 60.0                    # Loom's memory-bound share at 64 MiB (%), at least

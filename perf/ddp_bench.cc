@@ -1,4 +1,4 @@
-// ddp_bench: what DDP's overlap and ZeRO buy on this machine (issue 6).
+// ddp_bench: what DDP's overlap and ZeRO buy on this machine.
 //
 //   loomrun -n 2 build/bin/ddp_bench [--hidden 2048 --depth 4 --batch 32 --steps 20 --warmup 3]
 //

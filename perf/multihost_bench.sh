@@ -154,7 +154,7 @@ for bed in ("unshaped", "shaped"):
     best = loom[best_who]
     line = f"  best Loom TCP: {best_who} {best:.3f} GB/s"
     print(line)
-    # The target is against one-way iperf3; a 2-rank all-reduce sends and
+    # The bandwidth target is against one-way iperf3; a 2-rank all-reduce sends and
     # receives at once, so the bidirectional figure is the like-for-like bound.
     for who in sorted(w for w in med if w.startswith("iperf3")):
         r = best / med[who]
