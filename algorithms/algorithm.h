@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "algorithms/cost.h"
 #include "common/status.h"
 #include "common/types.h"
 #include "common/wait.h"
@@ -63,12 +64,29 @@ struct AlgoContext {
 
 using CollFn = Status (*)(const CollArgs& args, const AlgoContext& ctx);
 
+// Bit p: transport::Protocol p.
+using ProtocolSet = unsigned;
+constexpr ProtocolSet protocolBit(transport::Protocol p) { return 1u << static_cast<unsigned>(p); }
+constexpr ProtocolSet kEveryProtocol = (1u << transport::kNumProtocols) - 1;
+
+// Everything Loom knows of one algorithm for one collective: the registry
+// (registry.cc) holds one record per (algorithm, collective), and the tuner
+// reads only these fields to list, filter, price and pick it.
 struct AlgorithmInfo {
-  const char* name;  // as LOOM_ALGO spells it
-  CollType type;
+  const char* name;  // as LOOM_ALGO and the tuning table spell it
+  CollType type;     // the collective `run` performs
   CollFn run;
+  // Its cost shape for the tuner's model (cost.h); required.
+  CostOf cost;
   // Whether the algorithm can run this call at all (null: always).
   bool (*applies)(const CollArgs& args, const AlgoContext& ctx) = nullptr;
+  // The protocols it runs over.
+  ProtocolSet protocols = kEveryProtocol;
+  // Reduces every element in one fixed order, whatever the chunk size,
+  // protocol or transport (bit-identical results run to run). The tuner
+  // never picks such an algorithm on cost alone: only for
+  // LOOM_DETERMINISTIC=1 or when LOOM_ALGO names it.
+  bool deterministic = false;
 };
 
 }  // namespace loom::algo

@@ -1,5 +1,6 @@
 #include "algorithms/registry.h"
 
+#include "algorithms/cost_formulas.h"
 #include "algorithms/deterministic.h"
 #include "algorithms/halving_doubling.h"
 #include "algorithms/hierarchical.h"
@@ -18,23 +19,30 @@ bool fitsOneChunk(const CollArgs& args, const AlgoContext& ctx) {
 }  // namespace
 
 const std::vector<AlgorithmInfo>& allAlgorithms() {
+  // Registry order breaks the tuner's ties (earlier wins).
   static const std::vector<AlgorithmInfo> algorithms = {
-      {"ring", CollType::kAllReduce, ringAllReduce},
-      {"rd", CollType::kAllReduce, recursiveDoublingAllReduce, fitsOneChunk},
-      {"chain", CollType::kBroadcast, chainBroadcast},
-      {"chain", CollType::kReduce, chainReduce},
-      {"ring", CollType::kReduceScatter, ringReduceScatter},
-      {"ring", CollType::kAllGather, ringAllGather},
-      {"hd", CollType::kAllReduce, halvingDoublingAllReduce},
-      {"oneshot", CollType::kAllReduce, oneShotAllReduce, oneShotApplies},
-      {"deterministic", CollType::kAllReduce, deterministicAllReduce},
-      {"deterministic", CollType::kReduce, deterministicReduce},
-      {"deterministic", CollType::kReduceScatter, deterministicReduceScatter},
-      {"tree", CollType::kAllReduce, treeAllReduce},
-      {"tree", CollType::kBroadcast, treeBroadcast},
-      {"tree", CollType::kReduce, treeReduce},
+      {.name = "ring", .type = CollType::kAllReduce, .run = ringAllReduce, .cost = ringAllReduceCost},
+      {.name = "rd", .type = CollType::kAllReduce, .run = recursiveDoublingAllReduce, .cost = recursiveDoublingCost,
+       .applies = fitsOneChunk},
+      {.name = "chain", .type = CollType::kBroadcast, .run = chainBroadcast, .cost = chainBroadcastCost},
+      {.name = "chain", .type = CollType::kReduce, .run = chainReduce, .cost = chainReduceCost},
+      {.name = "ring", .type = CollType::kReduceScatter, .run = ringReduceScatter, .cost = ringReduceScatterCost},
+      {.name = "ring", .type = CollType::kAllGather, .run = ringAllGather, .cost = ringAllGatherCost},
+      {.name = "hd", .type = CollType::kAllReduce, .run = halvingDoublingAllReduce, .cost = halvingDoublingCost},
+      {.name = "oneshot", .type = CollType::kAllReduce, .run = oneShotAllReduce, .cost = oneShotCost,
+       .applies = oneShotApplies},
+      {.name = "deterministic", .type = CollType::kAllReduce, .run = deterministicAllReduce,
+       .cost = deterministicAllReduceCost, .deterministic = true},
+      {.name = "deterministic", .type = CollType::kReduce, .run = deterministicReduce,
+       .cost = deterministicAllReduceCost, .deterministic = true},
+      {.name = "deterministic", .type = CollType::kReduceScatter, .run = deterministicReduceScatter,
+       .cost = deterministicReduceScatterCost, .deterministic = true},
+      {.name = "tree", .type = CollType::kAllReduce, .run = treeAllReduce, .cost = doubleBinaryTreeCost},
+      {.name = "tree", .type = CollType::kBroadcast, .run = treeBroadcast, .cost = treeBroadcastCost},
+      {.name = "tree", .type = CollType::kReduce, .run = treeReduce, .cost = treeReduceCost},
       // Two-level all-reduce across hosts (two or more hosts, equal ranks per host).
-      {"hier", CollType::kAllReduce, hierarchicalAllReduce, hierarchicalApplies},
+      {.name = "hier", .type = CollType::kAllReduce, .run = hierarchicalAllReduce, .cost = hierarchicalAllReduceCost,
+       .applies = hierarchicalApplies},
   };
   return algorithms;
 }

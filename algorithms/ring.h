@@ -2,7 +2,7 @@
 //
 // All are pipelined in pieces of at most AlgoContext::chunkBytes and written
 // only against algo::Links. Costs (n ranks, S bytes, alpha per step, beta per
-// byte), which the tuner of a later issue will use:
+// byte; the tuner's exact formulas are in cost_formulas.cc):
 //   all-reduce      2(n-1) steps, 2(n-1)/n * S bytes per rank
 //   reduce-scatter  (n-1) steps,   (n-1)/n * S (S = n * recvcount bytes)
 //   all-gather      (n-1) steps,   (n-1)/n * S (S = n * sendcount bytes)

@@ -3,17 +3,12 @@
 //
 //   time = steps x alpha + wireBytes x beta + reducedBytes x gamma
 //
-// steps:        sequential chunk hops on the critical path (each costs a
-//               protocol's per-message latency alpha);
-// wireBytes:    bytes one rank sends or receives on the critical path (beta
-//               is the inverse of the protocol's bandwidth);
-// reducedBytes: bytes one rank runs through a reduction kernel (gamma).
-//
-// shapeOf() holds every algorithm's step and byte formulas; CostParams hold
-// alpha, beta and gamma for one (collective, algorithm, protocol, nranks),
-// from the tuning table (built-in defaults or LOOM_TUNING_FILE). Both are
-// pure functions, so every rank that agrees on the parameters predicts the
-// same times and picks the same algorithm.
+// Each algorithm's record gives its cost shape (algorithms/cost.h: steps and
+// bytes as functions of the ranks, hosts, size and chunk size); CostParams
+// hold alpha, beta and gamma for one (collective, algorithm, protocol,
+// nranks), from the tuning table (built-in defaults or LOOM_TUNING_FILE).
+// Both are pure functions, so every rank that agrees on the parameters
+// predicts the same times and picks the same algorithm.
 #pragma once
 
 #include <cstddef>
@@ -22,20 +17,9 @@
 
 namespace loom::tuner {
 
-struct Shape {
-  double steps = 0;
-  double wireBytes = 0;
-  double reducedBytes = 0;
-  bool known = true;  // false: no formula for this algorithm (generic ring-like guess)
-};
-
-// `bytes` is the collective's size as nccl-tests reports it: the whole
-// buffer (count x nranks x element size for reduce-scatter and all-gather,
-// count x element size otherwise). `chunkBytes` is the largest piece one
-// step moves with the protocol in use.
-Shape shapeOf(algo::CollType type, const char* algorithm, int nranks, double bytes, double chunkBytes);
-
-// The size shapeOf() expects, from a call's arguments.
+// `bytes` of a CostQuery: the collective's size as nccl-tests reports it, the
+// whole buffer (count x nranks x element size for reduce-scatter and
+// all-gather, count x element size otherwise), from a call's arguments.
 double collectiveBytes(const algo::CollArgs& args, int nranks);
 
 struct CostParams {
@@ -44,9 +28,18 @@ struct CostParams {
   double gammaMicrosPerByte = 0; // per byte reduced
 };
 
-double predictMicros(const Shape& shape, const CostParams& params);
+double predictMicros(const algo::CostShape& shape, const CostParams& params);
 
-// ceil(log2(n)) for n >= 1.
-int ceilLog2(int n);
+// `algorithm`'s cost for `query`, each part priced by the links it crosses
+// (algorithms/cost.h): within a host at `host`; between hosts at `network`'s
+// alpha and beta and `host`'s gamma (reductions run on the host); the
+// schedule's own links like those between hosts where query.nHosts >= 2,
+// else like those within. One rank moves nothing: 0.
+double predictMicros(const algo::AlgorithmInfo& algorithm, const algo::CostQuery& query, const CostParams& host,
+                     const CostParams& network);
+
+// `algorithm` on `nranks` ranks of one host, its parts summed into one shape
+// (what a fit of one host's alpha and beta regresses on).
+algo::CostShape oneHostShape(const algo::AlgorithmInfo& algorithm, int nranks, double bytes, double chunkBytes);
 
 }  // namespace loom::tuner

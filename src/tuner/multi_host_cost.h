@@ -1,16 +1,15 @@
 // The cost model across hosts: where a communicator's ranks span two or more
 // hosts, a step that crosses between hosts costs the network's alpha and its
 // bytes the network's beta, which are much larger than shared memory's.
+// Which steps and bytes cross is each algorithm's cost shape
+// (algorithms/cost.h: CostLinks), e.g.
 //
-//   flat algorithms (ring, tree, hd, ...): their shapeOf() formulas, every
-//     step and every byte priced at the network's alpha and beta (a
+//   flat algorithms (ring, tree, hd, ...): one schedule over all ranks,
+//     every step and every byte priced at the network's alpha and beta (a
 //     pipelined schedule runs at the pace of its slowest link, and each of
 //     them has links that cross hosts); reductions at the host's gamma.
-//   hier (algorithms/hierarchical.h), H hosts of L ranks, S bytes:
-//     intra-host ring reduce-scatter and all-gather over L ranks, priced at
-//     shared memory's parameters, plus a ring all-reduce of S/L bytes over
-//     the H hosts priced at the network's: the network carries only
-//     2(H-1)/H x S/L per rank in 2(H-1) steps per round.
+//   hier (algorithms/hierarchical.h): its intra-host rings at shared
+//     memory's parameters, its inter-host ring at the network's.
 //
 // The network's parameters come from the tuning table under the pseudo
 // algorithm name "network" (`* network simple * <alpha_us> <GBps>`), so a
@@ -30,7 +29,7 @@ struct HostShape {
 };
 
 // `shm` are the algorithm's own parameters (one host), `net` the network's.
-double predictAcrossHosts(algo::CollType type, const char* algorithm, int nranks, const HostShape& hosts,
-                          double bytes, double chunkBytes, const CostParams& shm, const CostParams& net);
+double predictAcrossHosts(const algo::AlgorithmInfo& algorithm, int nranks, const HostShape& hosts, double bytes,
+                          double chunkBytes, const CostParams& shm, const CostParams& net);
 
 }  // namespace loom::tuner

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <mutex>
 #include <set>
 
@@ -16,7 +15,11 @@ namespace {
 using algo::CollType;
 using transport::Protocol;
 
-constexpr const char* kDeterministic = "deterministic";
+// Whether `a` can run `args` over `proto`, whose context is `ctx` (null: no
+// links of that protocol).
+bool runsHere(const algo::AlgorithmInfo& a, Protocol proto, const algo::CollArgs& args, const algo::AlgoContext* ctx) {
+  return ctx && (a.protocols & algo::protocolBit(proto)) && (!a.applies || a.applies(args, *ctx));
+}
 
 bool reducesData(CollType t) {
   return t == CollType::kAllReduce || t == CollType::kReduce || t == CollType::kReduceScatter;
@@ -81,8 +84,9 @@ Tuner::Tuner(const TunerOptions& options, int nranks, const std::vector<algo::Al
 double Tuner::predict(size_t algorithm, Protocol proto, double bytes, double chunkBytes) const {
   const auto& info = algorithms_[algorithm];
   const Model& m = model(algorithm, proto);
+  const CostParams& net = networkParams(info.type, proto);
   auto alphaBeta = [&](double s) {
-    return predictMicros(shapeOf(info.type, names_[algorithm].c_str(), nranks_, s, chunkBytes), m.params);
+    return predictMicros(info, {nranks_, 1, nranks_, s, chunkBytes}, m.params, net);
   };
   const auto& pts = m.points;
   if (pts.empty()) return alphaBeta(bytes);
@@ -106,9 +110,9 @@ double Tuner::predictIn(size_t algorithm, Protocol proto, double bytes, const al
   if (!hosts || hosts->nHosts() < 2) return predict(algorithm, proto, bytes, static_cast<double>(ctx.chunkBytes));
   // Measured points (one host) do not describe a network: alpha-beta only.
   const auto& info = algorithms_[algorithm];
-  const CostParams& net = network_[static_cast<size_t>(info.type) * transport::kNumProtocols + static_cast<size_t>(proto)];
-  return predictAcrossHosts(info.type, names_[algorithm].c_str(), nranks_, {hosts->nHosts(), hosts->maxRanksPerHost()},
-                            bytes, static_cast<double>(ctx.chunkBytes), model(algorithm, proto).params, net);
+  return predictAcrossHosts(info, nranks_, {hosts->nHosts(), hosts->maxRanksPerHost()}, bytes,
+                            static_cast<double>(ctx.chunkBytes), model(algorithm, proto).params,
+                            networkParams(info.type, proto));
 }
 
 Choice Tuner::pick(const algo::CollArgs& args, const ProtoContexts& ctxs, bool deterministicOnly) const {
@@ -119,13 +123,12 @@ Choice Tuner::pick(const algo::CollArgs& args, const ProtoContexts& ctxs, bool d
   for (size_t i = 0; i < algorithms_.size(); ++i) {
     const auto& a = algorithms_[i];
     if (a.type != args.type) continue;
-    const bool isDeterministic = names_[i] == kDeterministic;
-    if (deterministicOnly && !isDeterministic) continue;
-    if (!deterministicOnly && isDeterministic && !algoFilter_.names(args.type, names_[i])) continue;
+    if (deterministicOnly && !a.deterministic) continue;
+    if (!deterministicOnly && a.deterministic && !algoFilter_.names(args.type, names_[i])) continue;
     for (int p = 0; p < transport::kNumProtocols; ++p) {
       const auto proto = static_cast<Protocol>(p);
       const algo::AlgoContext* ctx = ctxs[static_cast<size_t>(p)];
-      if (!ctx || (a.applies && !a.applies(args, *ctx))) continue;
+      if (!runsHere(a, proto, args, ctx)) continue;
       unsigned pass = 0;
       if (deterministicOnly || algoFilter_.allows(args.type, names_[i])) pass |= kPassAlgo;
       if (protoFilter_.allows(args.type, protoKey(proto))) pass |= kPassProto;
@@ -196,7 +199,7 @@ std::vector<Choice> Tuner::predictAll(const algo::CollArgs& args, const ProtoCon
     if (a.type != args.type) continue;
     for (int p = 0; p < transport::kNumProtocols; ++p) {
       const algo::AlgoContext* ctx = ctxs[static_cast<size_t>(p)];
-      if (!ctx || (a.applies && !a.applies(args, *ctx))) continue;
+      if (!runsHere(a, static_cast<Protocol>(p), args, ctx)) continue;
       all.push_back({&a, static_cast<Protocol>(p), predictIn(i, static_cast<Protocol>(p), bytes, *ctx)});
     }
   }
@@ -209,11 +212,11 @@ std::vector<Choice> Tuner::shortlist(const algo::CollArgs& args, const ProtoCont
   std::vector<Choice> all;
   for (size_t i = 0; i < algorithms_.size(); ++i) {
     const auto& a = algorithms_[i];
-    if (a.type != args.type || names_[i] == kDeterministic || !algoFilter_.allows(args.type, names_[i])) continue;
+    if (a.type != args.type || a.deterministic || !algoFilter_.allows(args.type, names_[i])) continue;
     for (int p = 0; p < transport::kNumProtocols; ++p) {
       const auto proto = static_cast<Protocol>(p);
       const algo::AlgoContext* ctx = ctxs[static_cast<size_t>(p)];
-      if (!ctx || (a.applies && !a.applies(args, *ctx)) || !protoFilter_.allows(args.type, protoKey(proto))) continue;
+      if (!runsHere(a, proto, args, ctx) || !protoFilter_.allows(args.type, protoKey(proto))) continue;
       all.push_back({&a, proto, predictIn(i, proto, bytes, *ctx)});
     }
   }

@@ -6,9 +6,11 @@
 // tuning table's parameters) predicts each one's time: the fastest wins, ties
 // going to the earlier algorithm in the registry, then Simple before LL.
 //
-// "deterministic" is never picked by the cost model: only when
-// LOOM_DETERMINISTIC=1 (all-reduce, reduce and reduce-scatter of floating
-// point types, whatever LOOM_ALGO says) or when LOOM_ALGO names it.
+// Candidates over a protocol their record does not list are skipped. A
+// deterministic record (AlgorithmInfo::deterministic) is never picked by the
+// cost model: only when LOOM_DETERMINISTIC=1 (all-reduce, reduce and
+// reduce-scatter of floating point types, whatever LOOM_ALGO says) or when
+// LOOM_ALGO names it.
 //
 // If the filters exclude every candidate the call still runs: the filter
 // that excludes them is ignored for it (warned once).
@@ -66,7 +68,7 @@ class Tuner {
   std::vector<Choice> predictAll(const algo::CollArgs& args, const ProtoContexts& ctxs) const;
 
   // The candidates that choose() weighs for `args` (the filters applied;
-  // never "deterministic"), fastest predicted first, ties as choose() breaks
+  // never a deterministic record), fastest predicted first, ties as choose() breaks
   // them: what the online tuner explores. Empty where LOOM_DETERMINISTIC
   // decides the call.
   std::vector<Choice> shortlist(const algo::CollArgs& args, const ProtoContexts& ctxs) const;
@@ -88,6 +90,9 @@ class Tuner {
   void logChoice(const algo::CollArgs& args, const ProtoContexts& ctxs, const Choice& choice) const;
   const Model& model(size_t algorithm, transport::Protocol proto) const {
     return models_[algorithm * transport::kNumProtocols + static_cast<size_t>(proto)];
+  }
+  const CostParams& networkParams(algo::CollType type, transport::Protocol proto) const {
+    return network_[static_cast<size_t>(type) * transport::kNumProtocols + static_cast<size_t>(proto)];
   }
 
   // Recent choices: a collective loop repeats the same call, and a lookup

@@ -20,13 +20,14 @@
 #include <tuple>
 #include <vector>
 
+#include "algorithms/registry.h"
 #include "src/tuner/cost_model.h"
 #include "src/tuner/tuning_table.h"
 
 namespace {
 
 using loom::tuner::CostParams;
-using loom::tuner::Shape;
+using Shape = loom::algo::CostShape;
 
 struct Key {
   std::string coll, algo, proto;
@@ -35,6 +36,13 @@ struct Key {
     return std::tie(coll, algo, proto, nranks) < std::tie(o.coll, o.algo, o.proto, o.nranks);
   }
 };
+
+// The registry's record of `algo` (lower case) for `type`, or null.
+const loom::algo::AlgorithmInfo* recordOf(loom::algo::CollType type, const std::string& algo) {
+  for (const auto& a : loom::algo::allAlgorithms())
+    if (a.type == type && loom::tuner::lowerCase(a.name) == algo) return &a;
+  return nullptr;
+}
 
 // A time this far above that of a larger size counts as interference.
 constexpr double kOutlierFactor = 1.25;
@@ -97,6 +105,11 @@ int main(int argc, char** argv) {
     }
     k.coll = loom::tuner::collKeyName(static_cast<loom::algo::CollType>(loom::tuner::parseCollName(k.coll)));
     k.algo = loom::tuner::lowerCase(k.algo);
+    if (!recordOf(static_cast<loom::algo::CollType>(loom::tuner::parseCollName(k.coll)), k.algo)) {
+      std::fprintf(stderr, "loom_tune_fit: stdin:%d: no algorithm '%s' for %s in the registry (no cost shape to fit)\n",
+                   lineNo, k.algo.c_str(), k.coll.c_str());
+      return 1;
+    }
     k.proto = loom::tuner::lowerCase(k.proto);
     auto [it, fresh] = best[k].emplace(bytes, us);
     if (!fresh) it->second = std::min(it->second, us);
@@ -110,12 +123,13 @@ int main(int argc, char** argv) {
     const auto type = static_cast<loom::algo::CollType>(loom::tuner::parseCollName(k.coll));
     const auto proto = static_cast<loom::transport::Protocol>(loom::tuner::parseProtoName(k.proto));
     const double c = proto == loom::transport::Protocol::kLL ? llChunk : chunk;
+    const loom::algo::AlgorithmInfo& record = *recordOf(type, k.algo);
     // Reduction cost as the defaults have it; alpha and beta absorb the rest.
     const CostParams base = defaults.params(type, k.algo, proto, k.nranks);
     std::vector<Shape> shapes;
     std::vector<double> y, t;
     for (const auto& [bytes, us] : rows) {
-      shapes.push_back(loom::tuner::shapeOf(type, k.algo.c_str(), k.nranks, bytes, c));
+      shapes.push_back(loom::tuner::oneHostShape(record, k.nranks, bytes, c));
       y.push_back(std::max(0.0, us - shapes.back().reducedBytes * base.gammaMicrosPerByte));
       t.push_back(us);
     }

@@ -86,12 +86,20 @@ TEST(HierTuner, UnevenHostsNeverGetHier) {
   }
 }
 
+// The registry's all-reduce record called `name`.
+const algo::AlgorithmInfo& recordOf(const std::string& name) {
+  for (const auto& a : algo::allAlgorithms())
+    if (a.type == CollType::kAllReduce && a.name == name) return a;
+  ADD_FAILURE() << "no all-reduce '" << name << "' in the registry";
+  return algo::allAlgorithms().front();
+}
+
 TEST(HierTuner, ModelChargesTheNetworkOnlyForWhatCrossesIt) {
   const CostParams shm{2.0, 1.0 / 2400, 1.0 / 8000}, net{30.0, 1.0 / 500, 0};
   const HostShape twoByTwo{2, 2};
   const double S = 64.0 * (1 << 20), C = 256 * 1024;
-  const double ring = predictAcrossHosts(CollType::kAllReduce, "ring", 4, twoByTwo, S, C, shm, net);
-  const double hier = predictAcrossHosts(CollType::kAllReduce, "hier", 4, twoByTwo, S, C, shm, net);
+  const double ring = predictAcrossHosts(recordOf("ring"), 4, twoByTwo, S, C, shm, net);
+  const double hier = predictAcrossHosts(recordOf("hier"), 4, twoByTwo, S, C, shm, net);
   // Ring: 2(n-1)/n S = 1.5 S over the network; hier: 2(H-1)/H x S/L = 0.5 S.
   EXPECT_NEAR(ring, 2.0 * 3 * (S / 4 / C) * 30 + 1.5 * S / 500 + 0.75 * S / 8000, 1e-6 * ring);
   EXPECT_LT(hier, ring / 2);

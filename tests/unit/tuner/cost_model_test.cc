@@ -1,6 +1,9 @@
 // The cost model's formulas and the monotonicity of its predictions.
 #include <gtest/gtest.h>
 
+#include <string>
+
+#include "algorithms/registry.h"
 #include "src/tuner/cost_model.h"
 #include "src/tuner/tuner.h"
 #include "tests/unit/tuner/tuner_test_util.h"
@@ -11,6 +14,15 @@ namespace {
 using algo::CollType;
 using testing::fakeRegistry;
 using transport::Protocol;
+using Shape = algo::CostShape;
+
+// The one-host shape of the registry's record (type, name).
+Shape shapeOf(CollType type, const std::string& name, int n, double bytes, double chunk) {
+  for (const auto& a : algo::allAlgorithms())
+    if (a.type == type && a.name == name) return oneHostShape(a, n, bytes, chunk);
+  ADD_FAILURE() << "no " << algo::collTypeName(type) << " '" << name << "' in the registry";
+  return {};
+}
 
 TEST(CostModel, StepAndByteFormulas) {
   const double MiB = 1 << 20, K = 256 * 1024;
@@ -54,12 +66,15 @@ TEST(CostModel, StepAndByteFormulas) {
   EXPECT_EQ(ag.reducedBytes, 0);
   // One rank: nothing moves.
   EXPECT_EQ(shapeOf(CollType::kAllReduce, "ring", 1, MiB, K).steps, 0);
-  // No formula: a ring's cost, flagged.
-  EXPECT_FALSE(shapeOf(CollType::kAllReduce, "mystery", 4, MiB, K).known);
+  // Hier on one host: its two intra-host rings are a ring all-reduce.
+  Shape hier = shapeOf(CollType::kAllReduce, "hier", 4, 4 * MiB, K);
+  EXPECT_EQ(hier.steps, ring.steps);
+  EXPECT_DOUBLE_EQ(hier.wireBytes, ring.wireBytes);
+  EXPECT_DOUBLE_EQ(hier.reducedBytes, ring.reducedBytes);
 }
 
 TEST(CostModel, PredictionIsTheLinearCombination) {
-  Shape s{10, 1000, 500, true};
+  Shape s{10, 1000, 500};
   CostParams p{2.0, 0.001, 0.0005};
   EXPECT_DOUBLE_EQ(predictMicros(s, p), 10 * 2.0 + 1000 * 0.001 + 500 * 0.0005);
 }

@@ -7,13 +7,15 @@
 
 #include <vector>
 
+#include "algorithms/cost_formulas.h"
+
 namespace loom::tuner {
 namespace {
 
 // Three distinct algorithms to tell candidates apart (only the pointers matter).
-const algo::AlgorithmInfo kA{"a", algo::CollType::kAllReduce, nullptr, nullptr};
-const algo::AlgorithmInfo kB{"b", algo::CollType::kAllReduce, nullptr, nullptr};
-const algo::AlgorithmInfo kC{"c", algo::CollType::kAllReduce, nullptr, nullptr};
+const algo::AlgorithmInfo kA{"a", algo::CollType::kAllReduce, nullptr, algo::ringAllReduceCost};
+const algo::AlgorithmInfo kB{"b", algo::CollType::kAllReduce, nullptr, algo::ringAllReduceCost};
+const algo::AlgorithmInfo kC{"c", algo::CollType::kAllReduce, nullptr, algo::ringAllReduceCost};
 
 std::vector<Choice> three() {
   return {{&kA, transport::Protocol::kSimple, 10},

@@ -1,5 +1,6 @@
 #include "tests/unit/tuner/tuner_test_util.h"
 
+#include "algorithms/registry.h"
 #include "common/format.h"
 
 namespace loom::tuner::testing {
@@ -8,32 +9,15 @@ namespace {
 using algo::CollType;
 
 Status noop(const algo::CollArgs&, const algo::AlgoContext&) { return Status::ok(); }
-bool fitsOneChunk(const algo::CollArgs& a, const algo::AlgoContext& c) {
-  return a.count * dataTypeSize(a.dtype) <= c.chunkBytes;
-}
-bool oneShotApplies(const algo::CollArgs& a, const algo::AlgoContext& c) {
-  return c.singleHost && a.count * dataTypeSize(a.dtype) <= kOneShotMax;
-}
 
 }  // namespace
 
 const std::vector<algo::AlgorithmInfo>& fakeRegistry() {
-  static const std::vector<algo::AlgorithmInfo> list = {
-      {"ring", CollType::kAllReduce, noop},
-      {"rd", CollType::kAllReduce, noop, fitsOneChunk},
-      {"chain", CollType::kBroadcast, noop},
-      {"chain", CollType::kReduce, noop},
-      {"ring", CollType::kReduceScatter, noop},
-      {"ring", CollType::kAllGather, noop},
-      {"hd", CollType::kAllReduce, noop},
-      {"oneshot", CollType::kAllReduce, noop, oneShotApplies},
-      {"deterministic", CollType::kAllReduce, noop},
-      {"deterministic", CollType::kReduce, noop},
-      {"deterministic", CollType::kReduceScatter, noop},
-      {"tree", CollType::kAllReduce, noop},
-      {"tree", CollType::kBroadcast, noop},
-      {"tree", CollType::kReduce, noop},
-  };
+  static const std::vector<algo::AlgorithmInfo> list = [] {
+    std::vector<algo::AlgorithmInfo> records = algo::allAlgorithms();
+    for (auto& r : records) r.run = noop;
+    return records;
+  }();
   return list;
 }
 

@@ -1,6 +1,6 @@
-// A registry shaped like algorithms/registry.cc (same names, collectives and
-// applicability rules) whose algorithms do nothing, so the tuner's choices
-// can be tested without moving data, plus contexts per protocol.
+// The registry (algorithms/registry.cc: the same records, costs and
+// applicability rules) with algorithms that do nothing, so the tuner's
+// choices can be tested without moving data, plus contexts per protocol.
 #pragma once
 
 #include <vector>
