@@ -82,7 +82,7 @@ const std::vector<KnobDoc>& configKnobs() {
       {"LOOM_DUMP_ON_SIGNAL", kDiagnostics, "", "signal (SIGUSR1, USR2, or a number) that makes every communicator dump its flight recorder to the log and LOOM_DUMP_DIR", "src/diagnostics"},
       {"LOOM_DUMP_DIR", kDiagnostics, "/tmp", "directory of flight-recorder dumps: loom-flight-<host>-<pid>-rank<R>.txt", "src/diagnostics"},
       {"LOOM_TRACE", kDiagnostics, "", "Chrome-trace JSON timeline of operations and their phases, one file per rank (%r: rank; else .rank<N> is inserted before the extension)", "src/diagnostics"},
-      {"LOOM_DEBUG", kLogging, "WARN", "log level: NONE, VERSION, WARN, INFO, TRACE (INFO or TRACE also makes loomrun --bind print each rank's CPUs)", "common/log, tools/loomrun"},
+      {"LOOM_DEBUG", kLogging, "WARN", "log level: NONE, VERSION, WARN, INFO, TRACE; logging outside any communicator reads it (and LOOM_DEBUG_SUBSYS, LOOM_DEBUG_FILE) once per process; INFO or TRACE also makes loomrun --bind print each rank's CPUs", "common/log, tools/loomrun"},
       {"LOOM_DEBUG_SUBSYS", kLogging, "ALL", "comma list of INIT,BOOTSTRAP,TRANSPORT,ALGO,COLL,KERNEL,ENV,PROGRESS,TUNER; ^ excludes", "common/log"},
       {"LOOM_DEBUG_FILE", kLogging, "", "log file instead of stderr; %h host, %p pid", "common/log"},
       {"LOOM_BOOTSTRAP_ADDR", kBootstrap, "127.0.0.1", "address the bootstrap root started by loomGetUniqueId listens on", "src/api (loomGetUniqueId)"},
