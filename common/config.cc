@@ -1,7 +1,9 @@
 #include "common/config.h"
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 #include "common/format.h"
 
@@ -39,38 +41,70 @@ bool parseInt(const char* text, long lo, long hi, int* out) {
 }  // namespace
 
 const std::vector<KnobDoc>& configKnobs() {
+  static const char* const kWaits = "Waits and timeouts";
+  static const char* const kData = "Data path";
+  static const char* const kTransports = "Transport choice";
+  static const char* const kTcp = "TCP transport";
+  static const char* const kTuning = "Algorithms and tuning";
+  static const char* const kKernels = "Reduction kernels";
+  static const char* const kDevices = "Device (CUDA) buffers";
+  static const char* const kDiagnostics = "Diagnostics";
+  static const char* const kLogging = "Logging";
+  static const char* const kBootstrap = "Bootstrap";
+  static const char* const kLauncher = "Set by the launcher (loomrun) for each rank";
   static const std::vector<KnobDoc> knobs = {
-      {"LOOM_TIMEOUT", "300", "seconds any blocking wait may last before it fails with loomTimeout"},
-      {"LOOM_CHUNK_SIZE", "256K", "bytes per pipelined chunk (one FIFO slot); K/M suffixes; multiple of 64, 4K..64M; unset: 2M where only TCP serves pairs"},
-      {"LOOM_SHM_SLOTS", "4", "chunks in flight per shared-memory connection (2..64)"},
-      {"LOOM_SPIN_US", "5 (0 when a host runs more ranks than it has cores)", "microseconds a wait busy-polls before it starts to yield the core"},
-      {"LOOM_YIELD_US", "200", "microseconds a wait polls with sched_yield before it sleeps on a futex"},
-      {"LOOM_SHM_DIR", "/dev/shm", "directory of shared-memory segments"},
-      {"LOOM_TRANSPORT", "", "force one transport for every peer: shm, ib, ucx, tcp (e.g. tcp to test TCP on one host); empty: shared memory within a host; across hosts ib if a device exists, else ucx if built in, else tcp"},
-      {"LOOM_SHM_DISABLE", "0", "1: never use shared memory (peers on this host go over the network transports)"},
-      {"LOOM_IB_DISABLE", "0", "1: never use the verbs (InfiniBand/RoCE) transport"},
-      {"LOOM_UCX_DISABLE", "0", "1: never use the UCX transport"},
-      {"LOOM_TCP_DISABLE", "0", "1: never use the TCP transport"},
-      {"LOOM_TCP_TEST_DELAY_US", "0", "tests and benchmarks only: the TCP transport holds each chunk this many microseconds after commit before sending it (emulated link latency; 0..1000000)"},
-      {"LOOM_NSOCKS", "2", "TCP sockets per peer that chunks are striped over (1..16)"},
-      {"LOOM_SOCKET_IFNAME", "", "interfaces TCP listens on, as NCCL_SOCKET_IFNAME: comma list of name prefixes, ^ excludes, = exact names (eth0, ^docker,lo, =eth0); empty: first interface up that is not docker* or lo, else lo"},
-      {"LOOM_ALGO", "", "algorithms the tuner may pick: comma list (ring, rd, tree, hd, oneshot, chain, deterministic), ^ excludes, per collective as allreduce:tree,ring;broadcast:chain; case-insensitive; empty lets Loom choose"},
-      {"LOOM_PROTO", "", "protocols the tuner may pick: simple, ll; same syntax as LOOM_ALGO; empty lets Loom choose"},
-      {"LOOM_TUNING_FILE", "", "text file of cost-model parameters (alpha, bandwidth or measured points per collective, algorithm, protocol, nranks; format in src/tuner/tuning_table.h; written by perf/tune.sh) read after the built-in defaults"},
-      {"LOOM_DETERMINISTIC", "0", "1: all-reduce, reduce and reduce-scatter of floating-point data use the deterministic algorithm (identical results run to run), whatever LOOM_ALGO says"},
-      {"LOOM_TUNER_ONLINE", "1", "1: a call repeated with the same collective, count, type, op and root times the algorithms the cost model predicts within 1.5x of its pick (a few calls each, all ranks agreeing on the fastest by one small all-reduce) and keeps the fastest, re-checking now and then; 0: the cost model's pick only. Off whenever LOOM_ALGO or LOOM_PROTO is set; rank 0's setting applies to all"},
-      {"LOOM_CHECK", "0", "1: before moving data, every collective exchanges (sequence number, type, count, dtype, op, root) among all ranks and fails on every rank, naming each rank's call, if they differ; rank 0's setting applies to all"},
-      {"LOOM_FLIGHT_RECORDER_ENTRIES", "64", "operations each communicator keeps (state, progress, timestamps) for the dump on a timeout, loomCommAbort or LOOM_DUMP_ON_SIGNAL; 0 keeps none (0..1000000)"},
-      {"LOOM_DUMP_ON_SIGNAL", "", "signal (SIGUSR1, USR2, or a number) that makes every communicator dump its flight recorder to the log and LOOM_DUMP_DIR"},
-      {"LOOM_DUMP_DIR", "/tmp", "directory of flight-recorder dumps: loom-flight-<host>-<pid>-rank<R>.txt"},
-      {"LOOM_TRACE", "", "Chrome-trace JSON timeline of operations and their phases, one file per rank (%r: rank; else .rank<N> is inserted before the extension)"},
-      {"LOOM_KERNEL_ISA", "best", "cap the reduction kernels' instruction set (portable, avx2, avx512); read once per process since it describes the CPU"},
-      {"LOOM_BOOTSTRAP_ADDR", "127.0.0.1", "address the bootstrap root started by loomGetUniqueId listens on"},
-      {"LOOM_DEBUG", "WARN", "log level: NONE, VERSION, WARN, INFO, TRACE"},
-      {"LOOM_DEBUG_SUBSYS", "ALL", "comma list of INIT,BOOTSTRAP,TRANSPORT,ALGO,COLL,KERNEL,ENV,PROGRESS,TUNER; ^ excludes"},
-      {"LOOM_DEBUG_FILE", "", "log file instead of stderr; %h host, %p pid"},
+      {"LOOM_TIMEOUT", kWaits, "300", "seconds any blocking wait may last before it fails with loomTimeout", "common/wait (every blocking wait)"},
+      {"LOOM_SPIN_US", kWaits, "5 (0 when a host runs more ranks than it has cores)", "microseconds a wait busy-polls before it starts to yield the core", "common/wait"},
+      {"LOOM_YIELD_US", kWaits, "200", "microseconds a wait polls with sched_yield before it sleeps on a futex", "common/wait"},
+      {"LOOM_CHUNK_SIZE", kData, "256K", "bytes per pipelined chunk (one FIFO slot); K/M suffixes; multiple of 64, 4K..64M; unset: 2M where only TCP serves pairs", "transports, algorithms"},
+      {"LOOM_SHM_SLOTS", kData, "4", "chunks in flight per shared-memory connection (2..64)", "transports/shm"},
+      {"LOOM_SHM_DIR", kData, "/dev/shm", "directory of shared-memory segments", "transports/shm"},
+      {"LOOM_TRANSPORT", kTransports, "", "force one transport for every peer: shm, ib, ucx, tcp (e.g. tcp to test TCP on one host); empty: shared memory within a host; across hosts ib if a device exists, else ucx if built in, else tcp", "src/comm (transport policy)"},
+      {"LOOM_SHM_DISABLE", kTransports, "0", "1: never use shared memory (peers on this host go over the network transports)", "src/comm (transport policy)"},
+      {"LOOM_IB_DISABLE", kTransports, "0", "1: never use the verbs (InfiniBand/RoCE) transport", "src/comm (transport policy)"},
+      {"LOOM_UCX_DISABLE", kTransports, "0", "1: never use the UCX transport", "src/comm (transport policy)"},
+      {"LOOM_TCP_DISABLE", kTransports, "0", "1: never use the TCP transport", "src/comm (transport policy)"},
+      {"LOOM_HOST_ID", kTransports, "", "this rank's host identity: ranks with the same id are on one host (shared memory between them); for emulated hosts (network namespaces) and tests that split one machine; empty: host name and boot id", "src/comm (peer table)"},
+      {"LOOM_NSOCKS", kTcp, "2", "TCP sockets per peer that chunks are striped over (1..16)", "transports/tcp"},
+      {"LOOM_SOCKET_IFNAME", kTcp, "", "interfaces TCP listens on, as NCCL_SOCKET_IFNAME: comma list of name prefixes, ^ excludes, = exact names (eth0, ^docker,lo, =eth0); empty: first interface up that is not docker* or lo, else lo", "transports/tcp"},
+      {"LOOM_TCP_TEST_DELAY_US", kTcp, "0", "tests and benchmarks only: the TCP transport holds each chunk this many microseconds after commit before sending it (emulated link latency; 0..1000000)", "transports/tcp"},
+      {"LOOM_ALGO", kTuning, "", "algorithms the tuner may pick: comma list (ring, rd, tree, hd, oneshot, chain, deterministic), ^ excludes, per collective as allreduce:tree,ring;broadcast:chain; case-insensitive; empty lets Loom choose", "src/tuner"},
+      {"LOOM_PROTO", kTuning, "", "protocols the tuner may pick: simple, ll; same syntax as LOOM_ALGO; empty lets Loom choose", "src/tuner"},
+      {"LOOM_TUNING_FILE", kTuning, "", "text file of cost-model parameters (alpha, bandwidth or measured points per collective, algorithm, protocol, nranks; format in src/tuner/tuning_table.h; written by perf/tune.sh) read after the built-in defaults", "src/tuner"},
+      {"LOOM_DETERMINISTIC", kTuning, "0", "1: all-reduce, reduce and reduce-scatter of floating-point data use the deterministic algorithm (identical results run to run), whatever LOOM_ALGO says", "src/tuner"},
+      {"LOOM_TUNER_ONLINE", kTuning, "1", "1: a call repeated with the same collective, count, type, op and root times the algorithms the cost model predicts within 1.5x of its pick (a few calls each, all ranks agreeing on the fastest by one small all-reduce) and keeps the fastest, re-checking now and then; 0: the cost model's pick only. Off whenever LOOM_ALGO or LOOM_PROTO is set; rank 0's setting applies to all", "src/tuner, src/comm"},
+      {"LOOM_KERNEL_ISA", kKernels, "best", "cap the reduction kernels' instruction set (portable, avx2, avx512); read once per process since it describes the CPU", "kernels"},
+      {"LOOM_CUDA_P2P", kDevices, "0", "1: same-host all-reduce of device buffers copies directly between the devices instead of staging through pinned host memory; set it alike on every rank", "src/device"},
+      {"LOOM_NET_GDR", kDevices, "0", "1: across hosts, device buffers go through the RDMA NIC (GPUDirect RDMA) when every rank can; set it alike on every rank (all join an agreement at creation)", "src/device"},
+      {"LOOM_CUDA_COPY_CHUNK", kDevices, "8M", "bytes per copy between a device buffer and its pinned host staging buffer; K/M/G suffixes; at least 4K", "src/device"},
+      {"LOOM_CHECK", kDiagnostics, "0", "1: before moving data, every collective exchanges (sequence number, type, count, dtype, op, root) among all ranks and fails on every rank, naming each rank's call, if they differ; rank 0's setting applies to all", "src/diagnostics"},
+      {"LOOM_FLIGHT_RECORDER_ENTRIES", kDiagnostics, "64", "operations each communicator keeps (state, progress, timestamps) for the dump on a timeout, loomCommAbort or LOOM_DUMP_ON_SIGNAL; 0 keeps none (0..1000000)", "src/diagnostics"},
+      {"LOOM_DUMP_ON_SIGNAL", kDiagnostics, "", "signal (SIGUSR1, USR2, or a number) that makes every communicator dump its flight recorder to the log and LOOM_DUMP_DIR", "src/diagnostics"},
+      {"LOOM_DUMP_DIR", kDiagnostics, "/tmp", "directory of flight-recorder dumps: loom-flight-<host>-<pid>-rank<R>.txt", "src/diagnostics"},
+      {"LOOM_TRACE", kDiagnostics, "", "Chrome-trace JSON timeline of operations and their phases, one file per rank (%r: rank; else .rank<N> is inserted before the extension)", "src/diagnostics"},
+      {"LOOM_DEBUG", kLogging, "WARN", "log level: NONE, VERSION, WARN, INFO, TRACE; logging outside any communicator reads it (and LOOM_DEBUG_SUBSYS, LOOM_DEBUG_FILE) once per process; INFO or TRACE also makes loomrun --bind print each rank's CPUs", "common/log, tools/loomrun"},
+      {"LOOM_DEBUG_SUBSYS", kLogging, "ALL", "comma list of INIT,BOOTSTRAP,TRANSPORT,ALGO,COLL,KERNEL,ENV,PROGRESS,TUNER; ^ excludes", "common/log"},
+      {"LOOM_DEBUG_FILE", kLogging, "", "log file instead of stderr; %h host, %p pid", "common/log"},
+      {"LOOM_BOOTSTRAP_ADDR", kBootstrap, "127.0.0.1", "address the bootstrap root started by loomGetUniqueId listens on", "src/api (loomGetUniqueId)"},
+      {"RANK", kLauncher, "set by loomrun", "this rank's index in the job, 0..WORLD_SIZE-1; read by loomGetUniqueIdFromEnv", "src/api (loomGetUniqueIdFromEnv)"},
+      {"WORLD_SIZE", kLauncher, "set by loomrun", "ranks in the job; read by loomGetUniqueIdFromEnv", "src/api (loomGetUniqueIdFromEnv)"},
+      {"MASTER_ADDR", kLauncher, "set by loomrun (127.0.0.1 when unset)", "address of the bootstrap root (rank 0 starts it there); read by loomGetUniqueIdFromEnv", "src/api (loomGetUniqueIdFromEnv)"},
+      {"MASTER_PORT", kLauncher, "set by loomrun", "port of the bootstrap root (1..65535); read by loomGetUniqueIdFromEnv", "src/api (loomGetUniqueIdFromEnv)"},
+      {"LOOM_JOB_SECRET", kLauncher, "set by loomrun", "32 hex digits shared by every rank of a job; the bootstrap root admits only ranks that know it. loomrun generates one for a single-node job, or passes on the one in its own environment (required, the same on every node, with --nnodes > 1)", "src/api (loomGetUniqueIdFromEnv), tools/loomrun"},
+      {"LOOM_RESTART_COUNT", kLauncher, "set by loomrun", "the attempt number under loomrun --max-restarts (0 first), for programs that resume from a checkpoint", "programs (examples/train_demo)"},
+      {"LOOM_LOCAL_CORES", kLauncher, "set by loomrun --bind", "cores this host's ranks share between them (each rank's own mask holds only its cores); with more local ranks than these, waits do not spin", "src/comm"},
   };
   return knobs;
+}
+
+const char* readKnob(const char* env) {
+  for (const auto& k : configKnobs()) {
+    if (std::strcmp(k.env, env) == 0) return std::getenv(env);
+  }
+  // A variable outside the table would be undocumented and missing from
+  // `loomrun --help-env`: stop the developer who added it at once.
+  std::fprintf(stderr, "loom: internal error: %s is read but not declared in configKnobs() (common/config.cc)\n", env);
+  std::abort();
 }
 
 Config Config::fromEnv(std::vector<std::string>* warnings) {
@@ -78,13 +112,13 @@ Config Config::fromEnv(std::vector<std::string>* warnings) {
   auto warn = [&](const char* name, const char* value, const char* why) {
     if (warnings) warnings->push_back(strprintf("ignoring %s=%s: %s", name, value, why));
   };
-  if (const char* v = std::getenv("LOOM_TIMEOUT"); v && *v) {
+  if (const char* v = readKnob("LOOM_TIMEOUT"); v && *v) {
     char* end = nullptr;
     double t = std::strtod(v, &end);
     if (end == v || *end != '\0' || !(t > 0)) warn("LOOM_TIMEOUT", v, "expected a positive number of seconds");
     else c.timeoutSeconds = t;
   }
-  if (const char* v = std::getenv("LOOM_CHUNK_SIZE"); v && *v) {
+  if (const char* v = readKnob("LOOM_CHUNK_SIZE"); v && *v) {
     size_t b = 0;
     if (!parseBytes(v, &b) || b < 4096 || b > (64u << 20) || b % 64 != 0)
       warn("LOOM_CHUNK_SIZE", v, "expected a multiple of 64 between 4K and 64M");
@@ -93,16 +127,16 @@ Config Config::fromEnv(std::vector<std::string>* warnings) {
       c.chunkBytesSet = true;
     }
   }
-  if (const char* v = std::getenv("LOOM_SHM_SLOTS"); v && *v)
+  if (const char* v = readKnob("LOOM_SHM_SLOTS"); v && *v)
     if (!parseInt(v, 2, 64, &c.fifoSlots)) warn("LOOM_SHM_SLOTS", v, "expected an integer in [2, 64]");
-  if (const char* v = std::getenv("LOOM_SPIN_US"); v && *v) {
+  if (const char* v = readKnob("LOOM_SPIN_US"); v && *v) {
     if (!parseInt(v, 0, 10000000, &c.spinMicros)) warn("LOOM_SPIN_US", v, "expected microseconds in [0, 1e7]");
     else c.spinMicrosSet = true;
   }
-  if (const char* v = std::getenv("LOOM_YIELD_US"); v && *v)
+  if (const char* v = readKnob("LOOM_YIELD_US"); v && *v)
     if (!parseInt(v, 0, 10000000, &c.yieldMicros)) warn("LOOM_YIELD_US", v, "expected microseconds in [0, 1e7]");
-  if (const char* v = std::getenv("LOOM_SHM_DIR"); v && *v) c.shmDir = v;
-  if (const char* v = std::getenv("LOOM_TRANSPORT"); v && *v) {
+  if (const char* v = readKnob("LOOM_SHM_DIR"); v && *v) c.shmDir = v;
+  if (const char* v = readKnob("LOOM_TRANSPORT"); v && *v) {
     const std::string t = v;
     if (t != "shm" && t != "ib" && t != "ucx" && t != "tcp") warn("LOOM_TRANSPORT", v, "expected shm, ib, ucx or tcp");
     else c.transport = t;
@@ -111,42 +145,48 @@ Config Config::fromEnv(std::vector<std::string>* warnings) {
     std::string var = "LOOM_" + std::string(name) + "_DISABLE";
     for (auto& ch : var) ch = static_cast<char>(ch >= 'a' && ch <= 'z' ? ch - 'a' + 'A' : ch);
     int off = 0;
-    if (const char* v = std::getenv(var.c_str()); v && *v) {
+    if (const char* v = readKnob(var.c_str()); v && *v) {
       if (!parseInt(v, 0, 1, &off)) warn(var.c_str(), v, "expected 0 or 1");
       else if (off == 1) c.disabledTransports.push_back(name);
     }
   }
-  if (const char* v = std::getenv("LOOM_TCP_TEST_DELAY_US"); v && *v)
+  if (const char* v = readKnob("LOOM_TCP_TEST_DELAY_US"); v && *v)
     if (!parseInt(v, 0, 1000000, &c.tcpTestDelayMicros))
       warn("LOOM_TCP_TEST_DELAY_US", v, "expected microseconds in [0, 1000000]");
-  if (const char* v = std::getenv("LOOM_NSOCKS"); v && *v)
+  if (const char* v = readKnob("LOOM_NSOCKS"); v && *v)
     if (!parseInt(v, 1, 16, &c.socketsPerPeer)) warn("LOOM_NSOCKS", v, "expected an integer in [1, 16]");
-  if (const char* v = std::getenv("LOOM_SOCKET_IFNAME"); v && *v) c.socketIfname = v;
-  if (const char* v = std::getenv("LOOM_ALGO"); v && *v) c.algo = v;
-  if (const char* v = std::getenv("LOOM_PROTO"); v && *v) c.proto = v;
-  if (const char* v = std::getenv("LOOM_TUNING_FILE"); v && *v) c.tuningFile = v;
-  if (const char* v = std::getenv("LOOM_DETERMINISTIC"); v && *v) {
+  if (const char* v = readKnob("LOOM_SOCKET_IFNAME"); v && *v) c.socketIfname = v;
+  if (const char* v = readKnob("LOOM_ALGO"); v && *v) c.algo = v;
+  if (const char* v = readKnob("LOOM_PROTO"); v && *v) c.proto = v;
+  if (const char* v = readKnob("LOOM_TUNING_FILE"); v && *v) c.tuningFile = v;
+  if (const char* v = readKnob("LOOM_DETERMINISTIC"); v && *v) {
     int on = 0;
     if (!parseInt(v, 0, 1, &on)) warn("LOOM_DETERMINISTIC", v, "expected 0 or 1");
     else c.deterministic = on == 1;
   }
-  if (const char* v = std::getenv("LOOM_TUNER_ONLINE"); v && *v) {
+  if (const char* v = readKnob("LOOM_TUNER_ONLINE"); v && *v) {
     int on = 1;
     if (!parseInt(v, 0, 1, &on)) warn("LOOM_TUNER_ONLINE", v, "expected 0 or 1");
     else c.onlineTuning = on == 1;
   }
-  if (const char* v = std::getenv("LOOM_CHECK"); v && *v) {
+  if (const char* v = readKnob("LOOM_CHECK"); v && *v) {
     int on = 0;
     if (!parseInt(v, 0, 1, &on)) warn("LOOM_CHECK", v, "expected 0 or 1");
     else c.check = on == 1;
   }
-  if (const char* v = std::getenv("LOOM_FLIGHT_RECORDER_ENTRIES"); v && *v)
+  if (const char* v = readKnob("LOOM_FLIGHT_RECORDER_ENTRIES"); v && *v)
     if (!parseInt(v, 0, 1000000, &c.flightRecorderEntries))
       warn("LOOM_FLIGHT_RECORDER_ENTRIES", v, "expected an integer in [0, 1000000]");
-  if (const char* v = std::getenv("LOOM_DUMP_ON_SIGNAL"); v && *v) c.dumpOnSignal = v;
-  if (const char* v = std::getenv("LOOM_DUMP_DIR"); v && *v) c.dumpDir = v;
-  if (const char* v = std::getenv("LOOM_TRACE"); v && *v) c.tracePath = v;
+  if (const char* v = readKnob("LOOM_DUMP_ON_SIGNAL"); v && *v) c.dumpOnSignal = v;
+  if (const char* v = readKnob("LOOM_DUMP_DIR"); v && *v) c.dumpDir = v;
+  if (const char* v = readKnob("LOOM_TRACE"); v && *v) c.tracePath = v;
   c.log = LogSettings::fromEnv();
+  if (const char* v = readKnob("LOOM_HOST_ID"); v && *v) c.hostId = v;
+  // No warning for a bad value: loomrun sets it, and a rank without it counts its own mask.
+  if (const char* v = readKnob("LOOM_LOCAL_CORES"); v && std::atoi(v) > 0) c.localCores = std::atoi(v);
+  if (const char* v = readKnob("LOOM_CUDA_P2P")) c.cudaP2P = v;
+  if (const char* v = readKnob("LOOM_NET_GDR")) c.netGdr = v;
+  if (const char* v = readKnob("LOOM_CUDA_COPY_CHUNK")) c.cudaCopyChunk = v;
   return c;
 }
 

@@ -1,7 +1,12 @@
-// Every knob Loom reads from the environment, declared once (config.cc) with
-// its variable, default and meaning, and snapshotted into an immutable Config
-// when a communicator is created. Layers receive the Config (or the parts
-// they need); nothing reads the environment on its own.
+// Every variable Loom reads from the environment, declared once (the table in
+// config.cc: variable, section, default, meaning, the layer that uses it) and
+// snapshotted into an immutable Config when a communicator is created. Layers
+// receive the Config (or the parts they need). What must be read before any
+// communicator exists (the log settings, the kernels' ISA, the bootstrap and
+// launcher variables) goes through readKnob(), which serves only declared
+// names; common/config.cc is the one file that calls getenv for Loom (a test,
+// check_env_reads.cmake, keeps it so). `loomrun --help-env` prints the table,
+// and docs/environment.md is its Markdown form.
 #pragma once
 
 #include <cstddef>
@@ -37,6 +42,14 @@ struct Config {
   std::string dumpDir = "/tmp";        // LOOM_DUMP_DIR: directory of flight-recorder dump files
   std::string tracePath;               // LOOM_TRACE: Chrome-trace JSON file per rank (empty: no trace)
   LogSettings log;                     // LOOM_DEBUG, LOOM_DEBUG_SUBSYS, LOOM_DEBUG_FILE
+  std::string hostId;                  // LOOM_HOST_ID: this rank's host identity (empty: host name and boot id)
+  int localCores = 0;                  // LOOM_LOCAL_CORES: cores this host's ranks share, set by loomrun --bind (0: unset)
+  // LOOM_CUDA_P2P, LOOM_NET_GDR, LOOM_CUDA_COPY_CHUNK as given (empty: unset).
+  // src/device parses them (DeviceSettings::fromConfig) and warns about a bad
+  // value only where a device is in use, so they stay text here.
+  std::string cudaP2P;
+  std::string netGdr;
+  std::string cudaCopyChunk;
 
   // Reads every knob; values that do not parse keep their default and are
   // reported in `warnings` (so the caller can log them with its rank).
@@ -44,11 +57,20 @@ struct Config {
 };
 
 struct KnobDoc {
-  const char* env;
-  const char* defaultValue;
-  const char* doc;
+  const char* env;           // the variable
+  const char* section;       // heading it is listed under (the table keeps sections together)
+  const char* defaultValue;  // as the user sees it; "" when unset means "off" or "Loom chooses"
+  const char* doc;           // meaning, accepted values and range
+  const char* usedBy;        // the layer that acts on it; "set by loomrun" for launcher-to-rank variables
 };
-// The table behind fromEnv(), for documentation and `loomrun --help-env`.
+// The table behind fromEnv() and readKnob(), for documentation and
+// `loomrun --help-env`; in the order the documentation lists it.
 const std::vector<KnobDoc>& configKnobs();
+
+// The raw value of a variable declared in configKnobs() (nullptr when unset),
+// for readers that run before any communicator (and its Config) exists.
+// Asking for an undeclared name is a programming error: it aborts, naming
+// the variable, so a new knob cannot bypass the table.
+const char* readKnob(const char* env);
 
 }  // namespace loom

@@ -10,6 +10,7 @@
 #include <map>
 #include <mutex>
 
+#include "common/config.h"
 #include "common/format.h"
 
 namespace loom {
@@ -103,9 +104,9 @@ uint32_t LogSettings::parseSubsys(const std::string& spec) {
 
 LogSettings LogSettings::fromEnv() {
   LogSettings s;
-  if (const char* v = std::getenv("LOOM_DEBUG")) s.level = parseLevel(v);
-  if (const char* v = std::getenv("LOOM_DEBUG_SUBSYS")) s.subsysMask = parseSubsys(v);
-  if (const char* v = std::getenv("LOOM_DEBUG_FILE"); v && *v) s.sink = sinkFor(expandFileName(v));
+  if (const char* v = readKnob("LOOM_DEBUG")) s.level = parseLevel(v);
+  if (const char* v = readKnob("LOOM_DEBUG_SUBSYS")) s.subsysMask = parseSubsys(v);
+  if (const char* v = readKnob("LOOM_DEBUG_FILE"); v && *v) s.sink = sinkFor(expandFileName(v));
   return s;
 }
 

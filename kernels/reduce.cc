@@ -9,6 +9,7 @@
 #include <cstring>
 #include <string>
 
+#include "common/config.h"
 #include "common/log.h"
 #include "kernels/isa_select.h"
 #include "kernels/kernel_table.h"
@@ -36,7 +37,7 @@ struct ActiveIsa {
 const ActiveIsa& active() {
   static const ActiveIsa choice = [] {
     std::string warning;
-    const Isa isa = detail::capIsa(detail::bestSupportedIsa(), std::getenv("LOOM_KERNEL_ISA"), &warning);
+    const Isa isa = detail::capIsa(detail::bestSupportedIsa(), readKnob("LOOM_KERNEL_ISA"), &warning);
     const Logger& log = Logger::process();
     if (!warning.empty()) LOOM_WARN(log, kSubsysKernel, "%s", warning.c_str());
     LOOM_INFO(log, kSubsysKernel, "reduction kernels use %s", isaName(isa));

@@ -48,7 +48,7 @@ loom::Result<std::string> numericHost(const std::string& host) {
 }
 
 loom::Result<long> envInteger(const char* name, long lo, long hi) {
-  const char* v = std::getenv(name);
+  const char* v = loom::readKnob(name);
   if (!v || !*v) return loom::makeError(Code::kInvalidArgument, "environment variable %s is not set", name);
   char* end = nullptr;
   long x = std::strtol(v, &end, 10);
@@ -87,7 +87,7 @@ loomResult_t loomGetUniqueId(loomUniqueId* uniqueId) {
     // Loopback unless told otherwise: a job that spans hosts names the root's
     // address (LOOM_BOOTSTRAP_ADDR, or MASTER_ADDR through loomGetUniqueIdFromEnv).
     std::string host = "127.0.0.1";
-    if (const char* addr = std::getenv("LOOM_BOOTSTRAP_ADDR"); addr && *addr) {
+    if (const char* addr = loom::readKnob("LOOM_BOOTSTRAP_ADDR"); addr && *addr) {
       auto numeric = numericHost(addr);
       if (!numeric.isOk()) return fail(nullptr, numeric.status().withContext("LOOM_BOOTSTRAP_ADDR: "));
       host = numeric.value();
@@ -111,10 +111,10 @@ loomResult_t loomGetUniqueIdFromEnv(loomUniqueId* uniqueId, int* rank, int* nran
     if (!myRank.isOk()) return fail(nullptr, myRank.status());
     auto port = envInteger("MASTER_PORT", 1, 65535);
     if (!port.isOk()) return fail(nullptr, port.status());
-    const char* addr = std::getenv("MASTER_ADDR");
+    const char* addr = loom::readKnob("MASTER_ADDR");
     auto host = numericHost(addr && *addr ? addr : "127.0.0.1");
     if (!host.isOk()) return fail(nullptr, host.status());
-    const char* secretHex = std::getenv("LOOM_JOB_SECRET");
+    const char* secretHex = loom::readKnob("LOOM_JOB_SECRET");
     if (!secretHex || !*secretHex)
       return fail(nullptr, loom::makeError(Code::kInvalidArgument,
                                            "LOOM_JOB_SECRET is not set: launch with loomrun, or give every rank "

@@ -101,7 +101,7 @@ Status Communicator::connectPeers(const bootstrap::UniqueId& id) {
   bootstrap_ = std::move(boot).value();
 
   peers_.assign(static_cast<size_t>(nranks_), transport::PeerInfo{});
-  peers_[static_cast<size_t>(rank_)] = localPeerInfo(rank_);
+  peers_[static_cast<size_t>(rank_)] = localPeerInfo(rank_, config_.hostId);
   LOOM_TRY(bootstrap_->allGather(peers_.data(), sizeof(transport::PeerInfo), makeWait()));
   for (int r = 0; r < nranks_; ++r) {
     peers_[static_cast<size_t>(r)].hostName[sizeof(peers_[0].hostName) - 1] = '\0';
@@ -269,7 +269,7 @@ void Communicator::adaptWaitsToHost() {
   int cores = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
   // Under loomrun --bind each rank's mask holds only its own cores; loomrun
   // then says how many the host's ranks have between them.
-  if (const char* shared = std::getenv("LOOM_LOCAL_CORES"); shared && std::atoi(shared) > 0) cores = std::atoi(shared);
+  if (config_.localCores > 0) cores = config_.localCores;
   if (localRanks > cores && !config_.spinMicrosSet) config_.spinMicros = 0;
   LOOM_INFO(log_, kSubsysInit, "%d local ranks on %d cores: waits spin %d us, yield %d us, then sleep", localRanks,
             cores, config_.spinMicros, config_.yieldMicros);

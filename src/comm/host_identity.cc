@@ -28,7 +28,7 @@ std::string bootId() {
 
 }  // namespace
 
-transport::PeerInfo localPeerInfo(int rank) {
+transport::PeerInfo localPeerInfo(int rank, const std::string& hostId) {
   transport::PeerInfo info;
   info.rank = rank;
   info.pid = static_cast<int>(getpid());
@@ -37,9 +37,8 @@ transport::PeerInfo localPeerInfo(int rank) {
   // LOOM_HOST_ID overrides the identity: emulated hosts (network namespaces,
   // which share the kernel, its boot id and usually the host name) and
   // tests that split one machine into several "hosts" set it per rank.
-  const char* hostId = std::getenv("LOOM_HOST_ID");
-  if (hostId && *hostId) {
-    std::snprintf(info.hostName, sizeof(info.hostName), "%s", hostId);  // truncates long ids
+  if (!hostId.empty()) {
+    std::snprintf(info.hostName, sizeof(info.hostName), "%s", hostId.c_str());  // truncates long ids
     info.hostHash = fnv1a(hostId, fnv1a("LOOM_HOST_ID"));
     return info;
   }

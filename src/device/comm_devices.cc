@@ -29,17 +29,17 @@ std::string bufferWhat(const char* name, const void* ptr, int rank) {
 
 }  // namespace
 
-DeviceSettings DeviceSettings::fromEnv(std::vector<std::string>* warnings) {
+DeviceSettings DeviceSettings::fromConfig(const Config& config, std::vector<std::string>* warnings) {
   DeviceSettings s;
-  if (const char* v = std::getenv("LOOM_CUDA_P2P"); v && *v) {
+  if (const char* v = config.cudaP2P.c_str(); *v) {
     if (std::string(v) == "1") s.directP2P = true;
     else if (std::string(v) != "0" && warnings) warnings->push_back(strprintf("LOOM_CUDA_P2P='%s': expected 0 or 1", v));
   }
-  if (const char* v = std::getenv("LOOM_NET_GDR"); v && *v) {
+  if (const char* v = config.netGdr.c_str(); *v) {
     if (std::string(v) == "1") s.netGdr = true;
     else if (std::string(v) != "0" && warnings) warnings->push_back(strprintf("LOOM_NET_GDR='%s': expected 0 or 1", v));
   }
-  if (const char* v = std::getenv("LOOM_CUDA_COPY_CHUNK"); v && *v) {
+  if (const char* v = config.cudaCopyChunk.c_str(); *v) {
     size_t bytes = 0;
     if (parseSize(v, &bytes) && bytes >= 4096) s.copyChunkBytes = bytes;
     else if (warnings)
@@ -49,14 +49,14 @@ DeviceSettings DeviceSettings::fromEnv(std::vector<std::string>* warnings) {
 }
 
 std::unique_ptr<CommDevices> CommDevices::create(const CommDeviceSetup& setup, const Logger& log) {
+  const Config fallback;
+  const Config& config = setup.config ? *setup.config : fallback;
   std::vector<std::string> warnings;
-  DeviceSettings settings = DeviceSettings::fromEnv(&warnings);
+  DeviceSettings settings = DeviceSettings::fromConfig(config, &warnings);
   // GDR across hosts: every rank joins the agreement, with or without a
   // device of its own (src/device/gdr_availability.h).
   bool gdr = false;
   if (settings.netGdr && setup.nranks > 1 && !setup.singleHost && setup.bootstrap) {
-    const Config fallback;
-    const Config& config = setup.config ? *setup.config : fallback;
     bool ibDisabled = false;
     for (const auto& t : config.disabledTransports) ibDisabled = ibDisabled || t == "ib";
     const std::string why = gdrLocalReason(probeGdrLocalFacts(config.transport, ibDisabled));

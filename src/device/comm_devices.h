@@ -33,16 +33,16 @@ struct CommDeviceSetup {
   int nranks = 1;
   bool singleHost = false;
   bootstrap::Bootstrap* bootstrap = nullptr;
-  const Config* config = nullptr;  // create() only: LOOM_TRANSPORT and LOOM_IB_DISABLE for the GDR decision
+  const Config* config = nullptr;  // create() only: the device knobs; LOOM_TRANSPORT, LOOM_IB_DISABLE for the GDR decision
   WaitContext wait = {};           // create() only: the GDR agreement's exchange
 };
 
-// Settings read from the environment when the communicator is created.
+// The device knobs of the communicator's Config, parsed.
 struct DeviceSettings {
   bool directP2P = false;                   // LOOM_CUDA_P2P=1
   bool netGdr = false;                      // LOOM_NET_GDR=1 (alike on every rank: create() joins an exchange)
   size_t copyChunkBytes = size_t{8} << 20;  // LOOM_CUDA_COPY_CHUNK
-  static DeviceSettings fromEnv(std::vector<std::string>* warnings);
+  static DeviceSettings fromConfig(const Config& config, std::vector<std::string>* warnings);
 };
 
 class CommDevices {

@@ -12,6 +12,8 @@
 #include <set>
 #include <string>
 
+#include "common/config.h"
+
 namespace loom::launcher {
 namespace {
 
@@ -34,7 +36,7 @@ bool isRankVariable(std::string_view entry) {
 }
 
 Result<std::string> resolveSecret(const LaunchOptions& opts) {
-  const char* inherited = std::getenv(kSecretVariable);
+  const char* inherited = readKnob(kSecretVariable);
   if (inherited != nullptr && *inherited != '\0') {
     LOOM_ENFORCE(isValidSecret(inherited), Code::kInvalidUsage,
                  "%s in the environment must be %zu hex digits, got %zu characters",

@@ -14,6 +14,7 @@ struct OptionSpec {
   std::string_view names[3];  // spellings; empty entries unused
   bool takesValue;
   Apply apply;
+  bool valueOptional = false;  // only as --name=value; a bare --name applies ""
 };
 
 Result<long> parseInteger(std::string_view name, std::string_view text, long lo, long hi) {
@@ -113,6 +114,15 @@ Status applyHelp(LaunchOptions& opts, std::string_view, std::string_view) {
   return Status::ok();
 }
 
+Status applyHelpEnv(LaunchOptions& opts, std::string_view name, std::string_view value) {
+  if (value.empty() || value == "text") opts.envHelp = EnvHelpFormat::kText;
+  else if (value == "markdown") opts.envHelp = EnvHelpFormat::kMarkdown;
+  else
+    return makeError(Code::kInvalidArgument, "option '%.*s' expects text or markdown, got '%.*s'",
+                     static_cast<int>(name.size()), name.data(), static_cast<int>(value.size()), value.data());
+  return Status::ok();
+}
+
 // Underscore spellings match torchrun's, so existing scripts keep working.
 constexpr OptionSpec kOptions[] = {
     {{"-n", "--nproc-per-node", "--nproc_per_node"}, true, applyLocalRanks},
@@ -127,6 +137,7 @@ constexpr OptionSpec kOptions[] = {
     {{"--tag-output"}, false, applyTag},
     {{"--no-tag-output"}, false, applyNoTag},
     {{"-h", "--help"}, false, applyHelp},
+    {{"--help-env"}, false, applyHelpEnv, true},
 };
 
 const OptionSpec* findOption(std::string_view name) {
@@ -193,12 +204,12 @@ Result<LaunchOptions> parseOptions(int argc, const char* const* argv) {
       LOOM_ENFORCE(i + 1 < argc, Code::kInvalidUsage, "option '%.*s' needs a value",
                    static_cast<int>(name.size()), name.data());
       value = argv[++i];
-    } else if (!spec->takesValue && value) {
+    } else if (!spec->takesValue && value && !spec->valueOptional) {
       return makeError(Code::kInvalidUsage, "option '%.*s' takes no value",
                        static_cast<int>(name.size()), name.data());
     }
     LOOM_TRY(spec->apply(opts, name, value.value_or("")));
-    if (opts.showHelp) return opts;
+    if (opts.showHelp || opts.envHelp != EnvHelpFormat::kNone) return opts;
   }
   for (; i < argc; ++i) opts.command.emplace_back(argv[i]);
   LOOM_TRY(checkComplete(opts));
@@ -238,6 +249,8 @@ Options:
                            cores) or numa (one NUMA node's CPUs per rank)
   --bind-verbose           print each rank's CPUs (also with LOOM_DEBUG=INFO)
   -h, --help               print this help
+  --help-env[=markdown]    print the environment variables Loom reads, with
+                           defaults and meanings (markdown: as a document)
 
 Every node of a multi-node job must run loomrun with the same
 LOOM_JOB_SECRET (32 hex digits) in its environment; a single-node job

@@ -4,6 +4,7 @@
 //   loomrun -n N [--nnodes K --node-rank R --master-addr A --master-port P]
 //           [--tag-output|--no-tag-output] [--kill-timeout S] [--max-restarts N]
 //           [--bind none|core|numa] [--bind-verbose]
+//   loomrun --help | --help-env[=text|markdown]
 //           [--] PROG ARGS...
 //
 // Parsing stops at PROG: everything after it belongs to the program, so
@@ -28,8 +29,12 @@ inline constexpr int kMaxLocalRanks = 1024;
 inline constexpr int kMaxNodes = 1 << 20;
 inline constexpr int kMaxRestarts = 1000000;
 
+// --help-env prints the environment table as aligned text or as Markdown.
+enum class EnvHelpFormat { kNone, kText, kMarkdown };
+
 struct LaunchOptions {
   bool showHelp = false;
+  EnvHelpFormat envHelp = EnvHelpFormat::kNone;
   int localRanks = 0;  // -n / --nproc-per-node; required
   int nodes = 1;       // --nnodes
   int nodeRank = 0;    // --node-rank, in [0, nodes)
@@ -53,7 +58,8 @@ struct LaunchOptions {
 
 // Parses argv (argv[0] is loomrun itself). A failed Result carries a message
 // that names the offending option; callers print it and exit kExitUsage.
-// `--help` yields showHelp = true without checking the other options.
+// `--help` yields showHelp = true, `--help-env` envHelp, without checking the
+// other options.
 Result<LaunchOptions> parseOptions(int argc, const char* const* argv);
 
 // The text printed by `loomrun --help`.

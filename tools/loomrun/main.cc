@@ -13,6 +13,7 @@
 #include <cstring>
 #include <vector>
 
+#include "tools/loomrun/env_help.h"
 #include "tools/loomrun/job_environment.h"
 #include "tools/loomrun/loomrun_options.h"
 #include "tools/loomrun/rank_binding.h"
@@ -84,6 +85,11 @@ int launch(int argc, const char* const* argv) {
   }
   if (opts->showHelp) {
     std::fputs(usageText().c_str(), stdout);
+    return 0;
+  }
+  if (opts->envHelp != EnvHelpFormat::kNone) {
+    const std::string text = opts->envHelp == EnvHelpFormat::kMarkdown ? envHelpMarkdown() : envHelpText();
+    std::fputs(text.c_str(), stdout);
     return 0;
   }
   auto signals = SignalChannel::open();

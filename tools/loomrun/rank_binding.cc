@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <strings.h>
 
+#include "common/config.h"
 #include "src/topology/binding_plan.h"
 #include "src/topology/topology.h"
 
@@ -12,7 +13,7 @@ namespace {
 
 // LOOM_DEBUG at INFO or above asks for the binding too, as for the library's logs.
 bool debugAsksForInfo() {
-  const char* level = std::getenv("LOOM_DEBUG");
+  const char* level = readKnob("LOOM_DEBUG");
   return level != nullptr && (strcasecmp(level, "INFO") == 0 || strcasecmp(level, "TRACE") == 0);
 }
 

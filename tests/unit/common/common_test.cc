@@ -6,7 +6,11 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <set>
+#include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "common/asymmetric_fence.h"
 #include "common/config.h"
@@ -65,9 +69,65 @@ TEST(Config, ChunkSizeMustBeMultipleOf64) {
 }
 
 TEST(Config, EveryKnobIsDocumented) {
+  std::set<std::string> names;
+  std::set<std::string> closedSections;
+  std::string section;
   for (const auto& k : configKnobs()) {
-    EXPECT_EQ(std::string(k.env).rfind("LOOM_", 0), 0u);
-    EXPECT_GT(std::string(k.doc).size(), 10u);
+    const bool launcher = std::string(k.defaultValue).rfind("set by loomrun", 0) == 0;
+    // Only the launcher-to-rank protocol keeps torchrun's names (RANK, MASTER_PORT).
+    if (!launcher) EXPECT_EQ(std::string(k.env).rfind("LOOM_", 0), 0u) << k.env;
+    EXPECT_TRUE(names.insert(k.env).second) << k.env << " declared twice";
+    EXPECT_GT(std::string(k.doc).size(), 10u) << k.env;
+    EXPECT_FALSE(std::string(k.usedBy).empty()) << k.env;
+    // Each section's variables stand together, as the documentation lists them.
+    if (section != k.section) {
+      closedSections.insert(section);
+      EXPECT_EQ(closedSections.count(k.section), 0u) << k.env << " is apart from the rest of " << k.section;
+      section = k.section;
+    }
+  }
+  for (const char* launcherSet : {"RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "LOOM_JOB_SECRET",
+                                  "LOOM_LOCAL_CORES", "LOOM_RESTART_COUNT"})
+    EXPECT_EQ(names.count(launcherSet), 1u) << launcherSet;
+}
+
+TEST(Config, ReadKnobServesDeclaredVariablesOnly) {
+  {
+    ScopedEnv isa("LOOM_KERNEL_ISA", "avx2");
+    ASSERT_NE(readKnob("LOOM_KERNEL_ISA"), nullptr);
+    EXPECT_STREQ(readKnob("LOOM_KERNEL_ISA"), "avx2");
+  }
+  unsetenv("LOOM_KERNEL_ISA");
+  EXPECT_EQ(readKnob("LOOM_KERNEL_ISA"), nullptr);
+  ScopedEnv stray("LOOM_NOT_A_KNOB", "1");
+  EXPECT_DEATH(readKnob("LOOM_NOT_A_KNOB"), "LOOM_NOT_A_KNOB is read but not declared in configKnobs");
+}
+
+TEST(Config, HostAndDeviceKnobsComeThroughTheSnapshot) {
+  {
+    Config c = Config::fromEnv();
+    EXPECT_EQ(c.hostId, "");
+    EXPECT_EQ(c.localCores, 0);
+    EXPECT_EQ(c.cudaP2P, "");
+    EXPECT_EQ(c.netGdr, "");
+    EXPECT_EQ(c.cudaCopyChunk, "");
+  }
+  ScopedEnv host("LOOM_HOST_ID", "emulated-a");
+  ScopedEnv p2p("LOOM_CUDA_P2P", "yes");  // kept as given: src/device parses it and words the warning
+  ScopedEnv gdr("LOOM_NET_GDR", "1");
+  ScopedEnv chunk("LOOM_CUDA_COPY_CHUNK", "2M");
+  std::vector<std::string> warnings;
+  Config c = Config::fromEnv(&warnings);
+  EXPECT_EQ(c.hostId, "emulated-a");
+  EXPECT_EQ(c.cudaP2P, "yes");
+  EXPECT_EQ(c.netGdr, "1");
+  EXPECT_EQ(c.cudaCopyChunk, "2M");
+  EXPECT_TRUE(warnings.empty()) << warnings[0];
+  // LOOM_LOCAL_CORES is atoi'd and taken when positive, silently otherwise.
+  const std::vector<std::pair<const char*, int>> cores = {{"6", 6}, {"0", 0}, {"-3", 0}, {"abc", 0}, {"4x", 4}};
+  for (const auto& [text, expected] : cores) {
+    ScopedEnv local("LOOM_LOCAL_CORES", text);
+    EXPECT_EQ(Config::fromEnv().localCores, expected) << text;
   }
 }
 

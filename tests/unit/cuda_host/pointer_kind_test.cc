@@ -93,13 +93,13 @@ TEST(CudaHostPointerKind, SettingsFromTheEnvironment) {
   setenv("LOOM_CUDA_P2P", "1", 1);
   setenv("LOOM_CUDA_COPY_CHUNK", "2M", 1);
   std::vector<std::string> warnings;
-  DeviceSettings s = DeviceSettings::fromEnv(&warnings);
+  DeviceSettings s = DeviceSettings::fromConfig(Config::fromEnv(), &warnings);
   EXPECT_TRUE(s.directP2P);
   EXPECT_EQ(s.copyChunkBytes, size_t{2} << 20);
   EXPECT_TRUE(warnings.empty());
   setenv("LOOM_CUDA_P2P", "yes", 1);
   setenv("LOOM_CUDA_COPY_CHUNK", "12Q", 1);
-  s = DeviceSettings::fromEnv(&warnings);
+  s = DeviceSettings::fromConfig(Config::fromEnv(), &warnings);
   EXPECT_FALSE(s.directP2P);
   EXPECT_EQ(s.copyChunkBytes, size_t{8} << 20);  // the default survives
   ASSERT_EQ(warnings.size(), 2u);

@@ -114,12 +114,12 @@ TEST(GdrAvailability, AProcessWithoutCudaDeviceSaysSo) {
 TEST(GdrAvailability, SwitchFromTheEnvironment) {
   std::vector<std::string> warnings;
   unsetenv("LOOM_NET_GDR");
-  EXPECT_FALSE(DeviceSettings::fromEnv(&warnings).netGdr);  // off unless asked for
+  EXPECT_FALSE(DeviceSettings::fromConfig(Config::fromEnv(), &warnings).netGdr);  // off unless asked for
   setenv("LOOM_NET_GDR", "1", 1);
-  EXPECT_TRUE(DeviceSettings::fromEnv(&warnings).netGdr);
+  EXPECT_TRUE(DeviceSettings::fromConfig(Config::fromEnv(), &warnings).netGdr);
   EXPECT_TRUE(warnings.empty());
   setenv("LOOM_NET_GDR", "on", 1);
-  EXPECT_FALSE(DeviceSettings::fromEnv(&warnings).netGdr);
+  EXPECT_FALSE(DeviceSettings::fromConfig(Config::fromEnv(), &warnings).netGdr);
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_NE(warnings[0].find("LOOM_NET_GDR='on'"), std::string::npos) << warnings[0];
   unsetenv("LOOM_NET_GDR");

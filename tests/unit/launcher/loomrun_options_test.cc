@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/config.h"
 #include "tests/unit/launcher/process_runner.h"
 
 namespace loom::launcher::testing {
@@ -19,6 +20,58 @@ TEST(LoomrunOptions, HelpPrintsUsageAndSucceeds) {
     EXPECT_NE(r.out.find("Usage: loomrun -n N"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("--kill-timeout"), std::string::npos);
   }
+}
+
+// Counts the lines of `text` that start with `prefix`.
+size_t linesStartingWith(const std::string& text, const std::string& prefix) {
+  size_t n = 0;
+  for (size_t pos = 0; pos < text.size();) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string::npos) end = text.size();
+    n += text.compare(pos, prefix.size(), prefix) == 0 ? 1 : 0;
+    pos = end + 1;
+  }
+  return n;
+}
+
+TEST(LoomrunOptions, HelpEnvListsEveryVariableOnceAligned) {
+  ProcessResult r = runLoomrun({"--help-env"});
+  ASSERT_TRUE(r.finished);
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  size_t column = std::string::npos;
+  for (const KnobDoc& k : configKnobs()) {
+    EXPECT_EQ(linesStartingWith(r.out, std::string("  ") + k.env + " "), 1u) << k.env << " in:\n" << r.out;
+    const size_t line = r.out.find(std::string("\n  ") + k.env + " ");
+    if (line == std::string::npos) continue;
+    const size_t lineEnd = r.out.find('\n', line + 1);
+    const size_t at = r.out.find("default: ", line);
+    ASSERT_LT(at, lineEnd) << k.env << ": no default on its first line";
+    if (column == std::string::npos) column = at - line;
+    EXPECT_EQ(at - line, column) << k.env << ": defaults not aligned";
+  }
+  // Sections from the table, and a few entries checked against what the library does.
+  EXPECT_NE(r.out.find("\nWaits and timeouts\n  LOOM_TIMEOUT"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("LOOM_TIMEOUT                  default: 300\n"), std::string::npos);
+  EXPECT_NE(r.out.find("\nSet by the launcher (loomrun) for each rank\n"), std::string::npos);
+  for (size_t pos = 0; (pos = r.out.find('\n', pos)) != std::string::npos; ++pos) {
+    const size_t end = r.out.find('\n', pos + 1);
+    if (end != std::string::npos) {
+      EXPECT_LE(end - pos - 1, 79u) << r.out.substr(pos + 1, end - pos - 1);
+    }
+  }
+}
+
+TEST(LoomrunOptions, HelpEnvMarkdownIsOneTableRowPerVariable) {
+  ProcessResult r = runLoomrun({"--help-env=markdown"});
+  ASSERT_TRUE(r.finished);
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("# Environment variables\n", 0), 0u) << r.out.substr(0, 200);
+  for (const KnobDoc& k : configKnobs()) {
+    EXPECT_EQ(linesStartingWith(r.out, std::string("| `") + k.env + "` | "), 1u) << k.env;
+  }
+  EXPECT_NE(r.out.find("| `LOOM_DUMP_DIR` | /tmp | directory of flight-recorder dumps: loom-flight-&lt;host&gt;"),
+            std::string::npos)
+      << "angle brackets must not become HTML tags";
 }
 
 struct BadOptionCase {
@@ -45,6 +98,7 @@ TEST(LoomrunOptions, BadOptionsExitTwoNamingTheOption) {
       {{"-n", "1", "--kill-timeout", "soon", "true"}, "'--kill-timeout'"},
       {{"-n", "1", "--tag-output=yes", "true"}, "'--tag-output' takes no value"},
       {{"-n", "1", "--master-addr=", "true"}, "'--master-addr'"},
+      {{"--help-env=xml"}, "'--help-env' expects text or markdown, got 'xml'"},
   };
   for (const BadOptionCase& c : cases) {
     ProcessResult r = runLoomrun(c.args);
