@@ -110,7 +110,10 @@ Status Communicator::connectPeers(const bootstrap::UniqueId& id) {
   }
 
   adaptWaitsToHost();
-  hostLayout_ = std::make_unique<const algo::HostLayout>(algo::HostLayout::fromPeers(peers_, rank_));
+  std::vector<uint64_t> hostKeys;  // PeerInfo::hostHash (LOOM_HOST_ID sets it): equal => same host
+  hostKeys.reserve(peers_.size());
+  for (const auto& p : peers_) hostKeys.push_back(p.hostHash);
+  hostLayout_ = std::make_unique<const algo::HostLayout>(algo::HostLayout::fromHostKeys(hostKeys, rank_));
 
   // Tuner options: every rank must pick the same algorithm for a call, so all
   // use rank 0's (one small bootstrap exchange when they already agree).
