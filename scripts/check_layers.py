@@ -35,7 +35,7 @@ LAYERS = [
     ("kernels", ["kernels/"], ["common"], ["loom_kernels"]),
     ("kernels/cuda", ["kernels/cuda/"], ["common", "kernels"], ["loom_kernels_cuda_host", "loom_kernels_cuda"]),
     ("bootstrap", ["bootstrap/"], ["common"], ["loom_bootstrap"]),
-    ("transports", ["transports/transport.h", "transports/"], ["common"], ["loom_transport_api"]),
+    ("transports", ["transports/"], ["common"], ["loom_transport_api"]),
     ("transports/shm", ["transports/shm/"], ["common", "bootstrap", "transports"], ["loom_transport_shm"]),
     ("transports/tcp", ["transports/tcp/"], ["common", "bootstrap", "transports"], ["loom_transport_tcp"]),
     ("transports/ucx", ["transports/ucx/"], ["common", "bootstrap", "transports"], ["loom_transport_ucx"]),
@@ -60,7 +60,8 @@ LAYERS = [
     ("bindings/torch", ["bindings/torch/"], ["public"], ["loom_torch_ext"]),
     ("ddp", ["ddp/"], ["public"], ["loom_ddp"]),
     ("examples", ["examples/"], ["public", "ddp"], ["train_demo"]),
-    ("perf", ["perf/"], ["public", "ddp", "kernels"], ["loom_perf_base", "loom_perf_common", "ddp_bench"]),
+    ("perf", ["perf/"], ["public", "ddp", "kernels"],
+     ["loom_perf_base", "loom_perf_common", "ddp_bench", "reduce_kernels_bench"]),
     ("tests", ["tests/", "shim/nccl/tests/", "perf/tests/"], None, []),
 ]
 
@@ -70,11 +71,12 @@ LAYERS = [
 INTERFACES = {
     # Kernels' public headers; reduce_ops.h and the ISA tables are internals.
     "kernels": ["kernels/reduce.h", "kernels/stream_copy.h", "kernels/float16.h"],
-    # A backend is reached only through its transport class, by the registry.
+    # A backend is reached only through its transport class, by the registry
+    # (and, for verbs, its RDMA on registered memory, which GDR uses).
     "transports/shm": ["transports/shm/shm_transport.h"],
     "transports/tcp": ["transports/tcp/tcp_transport.h"],
     "transports/ucx": ["transports/ucx/ucx_transport.h"],
-    "transports/verbs": ["transports/verbs/verbs_transport.h"],
+    "transports/verbs": ["transports/verbs/verbs_transport.h", "transports/verbs/verbs_rdma_memory.h"],
 }
 # Who may see past a layer's interface: the CUDA kernels share the CPU
 # kernels' element-wise arithmetic (reduce_ops.h) so both round identically.
@@ -262,17 +264,21 @@ def check(root, cmake_deps=None):
     for key in sorted(set(KNOWN_EXCEPTIONS) - used_exceptions):
         findings.append("%s: known exception for %s is no longer needed: remove it from KNOWN_EXCEPTIONS" % key)
     if cmake_deps:
+        # Per layer, not per file: a layer with several targets passes when
+        # one of them reaches a target of every layer it includes.
         deps = read_cmake_deps(cmake_deps)
         for src in sorted(edges):
-            for target in targets_of(src):
-                if target not in deps:
-                    continue  # not built in this configuration
-                reach = reachable(deps, target) | {target}
-                for dst in sorted(edges[src]):
-                    wanted = [t for t in targets_of(dst) if t in deps]
-                    if wanted and not reach.intersection(wanted):
-                        findings.append("%s (%s) includes %s but does not depend on %s in CMake" %
-                                        (target, src, dst, " or ".join(wanted)))
+            built = [t for t in targets_of(src) if t in deps]  # the others are not built in this configuration
+            if not built:
+                continue
+            reach = set(built)
+            for target in built:
+                reach |= reachable(deps, target)
+            for dst in sorted(edges[src]):
+                wanted = [t for t in targets_of(dst) if t in deps]
+                if wanted and not reach.intersection(wanted):
+                    findings.append("%s (%s) includes %s but does not depend on %s in CMake" %
+                                    (" / ".join(built), src, dst, " or ".join(wanted)))
     return findings
 
 
@@ -288,8 +294,12 @@ def print_table():
                 parts.append("%s (%s)" % (a, ", ".join(INTERFACES[a])) if a in INTERFACES
                              and layer not in INTERFACE_FRIENDS.get(a, []) else a)
             may = ", ".join(parts) if parts else "-"
-        folders = ", ".join("`%s`" % p for p in prefixes if not (layer == "transports" and p == "transports/"))
+        folders = ", ".join("`%s`" % p for p in prefixes)
         print("| %s | %s | %s | %s |" % (layer, folders, may, ", ".join("`%s`" % t for t in targets) or "-"))
+    print()
+    print("A file belongs to the layer of the longest folder that holds it (`transports/` is the contract:")
+    print("transport.h, rdma_memory.h; `transports/shm/` a backend). Where a layer names headers in")
+    print("parentheses, only those are its interface to the layers above.")
     if KNOWN_EXCEPTIONS:
         print()
         print("Known exceptions:")
@@ -309,7 +319,7 @@ def main():
         print_table()
         return 0
     if args.print_targets:
-        print(";".join(t for _, _, _, targets in LAYERS for t in targets))
+        print(";".join(dict.fromkeys(t for _, _, _, targets in LAYERS for t in targets)))
         return 0
     if args.cmake_deps and not os.path.isfile(args.cmake_deps):
         print("check_layers.py: --cmake-deps %s: no such file" % args.cmake_deps, file=sys.stderr)

@@ -11,6 +11,7 @@
 // grouped by host) it is the identity.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
