@@ -17,7 +17,7 @@ namespace loom::algo {
 
 Status ringAllGather(const CollArgs& args, const AlgoContext& ctx) {
   const RingView ring(args, ctx);
-  const RingOrder order(ctx);
+  const RingOrder order(ctx.rank, ctx.nranks, ctx.hosts);
   const int n = ring.n, r = order.position(), next = order.next(), prev = order.prev();
   const size_t es = ring.elemSize, chunkElems = ring.chunkElems;
   const std::byte* in = ring.in;

@@ -40,7 +40,7 @@ Block blockOf(size_t base, size_t blockElems, size_t total, int nranks, int inde
 Status ringAllReduce(const CollArgs& args, const AlgoContext& ctx) {
   if (ctx.nranks == 1) return reduceOnOneRank(args);
   const RingView ring(args, ctx);
-  const RingOrder order(ctx);
+  const RingOrder order(ctx.rank, ctx.nranks, ctx.hosts);
   const int n = ring.n, r = order.position(), next = order.next(), prev = order.prev();
   const size_t es = ring.elemSize, chunkElems = ring.chunkElems;
   const std::byte* in = ring.in;

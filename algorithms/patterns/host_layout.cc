@@ -34,13 +34,6 @@ HostLayout HostLayout::fromHostKeys(const std::vector<uint64_t>& hostKeys, int r
   return layout;
 }
 
-HostLayout HostLayout::fromPeers(const std::vector<transport::PeerInfo>& peers, int rank) {
-  std::vector<uint64_t> keys;
-  keys.reserve(peers.size());
-  for (const auto& p : peers) keys.push_back(p.hostHash);
-  return fromHostKeys(keys, rank);
-}
-
 int HostLayout::maxRanksPerHost() const {
   size_t most = 0;
   for (const auto& ranks : ranksOn) most = std::max(most, ranks.size());

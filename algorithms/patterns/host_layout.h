@@ -1,6 +1,7 @@
 // Which ranks share a host, seen from one rank: computed once by the
-// communicator from the peer table (transport::PeerInfo::hostHash, equal =>
-// same host) and read by algorithms through AlgoContext::hosts.
+// communicator from its peer table's host keys (equal => same host) and read
+// by algorithms through AlgoContext::hosts. Pure rank arithmetic: it knows
+// keys, not where they come from (transport::PeerInfo::hostHash).
 //
 // Hosts are numbered in the order of their first rank, and a host's ranks
 // are kept in rank order, so every rank derives the same layout from the same
@@ -10,18 +11,15 @@
 // grouped by host) it is the identity.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
-
-#include "transports/transport.h"
 
 namespace loom::algo {
 
 struct HostLayout {
   // `hostKeys[r]` identifies rank r's host (equal keys: same host).
   static HostLayout fromHostKeys(const std::vector<uint64_t>& hostKeys, int rank);
-  // From the communicator's peer table (PeerInfo::hostHash; LOOM_HOST_ID sets it).
-  static HostLayout fromPeers(const std::vector<transport::PeerInfo>& peers, int rank);
 
   int rank = 0;
   int nranks = 1;

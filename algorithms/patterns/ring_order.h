@@ -1,6 +1,8 @@
 // The order ranks take around a ring: host-grouped (HostLayout::ringOrder)
-// when the context knows its hosts, so that the ring crosses between hosts
-// as few times as possible, else rank order.
+// when a layout of this rank's hosts is given, so that the ring crosses
+// between hosts as few times as possible, else rank order. Built from plain
+// numbers (an algorithm passes its AlgoContext's rank, nranks and hosts), so
+// it stays rank arithmetic with no dependency on the algorithms above it.
 //
 // Ring algorithms index their blocks by ring *position*; the collectives
 // whose output layout is by rank (reduce-scatter, all-gather) map a
@@ -8,18 +10,20 @@
 // the same as the rank-order ring's.
 #pragma once
 
-#include "algorithms/algorithm.h"
+#include <cstddef>
+#include <vector>
+
 #include "algorithms/patterns/host_layout.h"
 
 namespace loom::algo {
 
 class RingOrder {
  public:
-  explicit RingOrder(const AlgoContext& ctx)
-      : n_(ctx.nranks),
-        order_(ctx.hosts && ctx.hosts->nranks == ctx.nranks && ctx.hosts->rank == ctx.rank ? &ctx.hosts->ringOrder
-                                                                                           : nullptr),
-        position_(order_ ? ctx.hosts->ringPosition[static_cast<size_t>(ctx.rank)] : ctx.rank) {}
+  // `hosts` may be null (rank order); a layout of another rank or size is ignored.
+  RingOrder(int rank, int nranks, const HostLayout* hosts)
+      : n_(nranks),
+        order_(hosts && hosts->nranks == nranks && hosts->rank == rank ? &hosts->ringOrder : nullptr),
+        position_(order_ ? hosts->ringPosition[static_cast<size_t>(rank)] : rank) {}
 
   int size() const { return n_; }
   int position() const { return position_; }

@@ -9,7 +9,7 @@
 
 #include "shim/nccl/errors.h"
 #include "shim/nccl/nccl_group.h"
-#include "kernels/reduce_ops.h"
+#include "kernels/float16.h"
 
 namespace loom::nccl_shim {
 namespace {

@@ -18,6 +18,7 @@
 #include "kernels/reduce.h"
 #include "loom/loom.h"
 #include "src/topology/topology_log.h"
+#include "transports/verbs/verbs_rdma_memory.h"
 
 
 namespace loom {
@@ -67,7 +68,9 @@ Result<std::unique_ptr<Communicator>> Communicator::create(const bootstrap::Uniq
                                               comm->peers_[static_cast<size_t>(rank)].hostName, comm->log_);
   LOOM_TRY(comm->diag_->agreeOnCheck(*comm->bootstrap_, comm->makeWait()));
   comm->devices_ = cuda::CommDevices::create(
-      {rank, nranks, comm->singleHost_, comm->bootstrap_.get(), &comm->config_, comm->makeWait()}, comm->log_);
+      {rank, nranks, comm->singleHost_, comm->bootstrap_.get(), &comm->config_, comm->makeWait(),
+       transport::defaultVerbsRdmaNetwork()},
+      comm->log_);
   comm->executor_ = std::make_unique<Executor>();
   comm->blockingShortcut_ = !comm->devices_ && comm->diag_->recordsInOneStep() &&
                             !comm->log_.enabled(LogLevel::kTrace, kSubsysColl);
@@ -110,7 +113,10 @@ Status Communicator::connectPeers(const bootstrap::UniqueId& id) {
   }
 
   adaptWaitsToHost();
-  hostLayout_ = std::make_unique<const algo::HostLayout>(algo::HostLayout::fromPeers(peers_, rank_));
+  std::vector<uint64_t> hostKeys;  // PeerInfo::hostHash (LOOM_HOST_ID sets it): equal => same host
+  hostKeys.reserve(peers_.size());
+  for (const auto& p : peers_) hostKeys.push_back(p.hostHash);
+  hostLayout_ = std::make_unique<const algo::HostLayout>(algo::HostLayout::fromHostKeys(hostKeys, rank_));
 
   // Tuner options: every rank must pick the same algorithm for a call, so all
   // use rank 0's (one small bootstrap exchange when they already agree).

@@ -4,7 +4,6 @@
 
 #include "common/format.h"
 #include "src/device/gdr_availability.h"
-#include "transports/verbs/verbs_transport.h"
 
 namespace loom::cuda {
 namespace {
@@ -59,7 +58,8 @@ std::unique_ptr<CommDevices> CommDevices::create(const CommDeviceSetup& setup, c
   if (settings.netGdr && setup.nranks > 1 && !setup.singleHost && setup.bootstrap) {
     bool ibDisabled = false;
     for (const auto& t : config.disabledTransports) ibDisabled = ibDisabled || t == "ib";
-    const std::string why = gdrLocalReason(probeGdrLocalFacts(config.transport, ibDisabled));
+    const std::string why = setup.rdma ? gdrLocalReason(probeGdrLocalFacts(config.transport, ibDisabled, *setup.rdma))
+                                       : "the communicator was given no RDMA network";
     auto agreed = agreeOnGdr(*setup.bootstrap, why, setup.wait, log);
     if (!agreed.isOk())
       LOOM_WARN(log, kSubsysInit, "GDR: %s; device buffers are staged", agreed.status().message().c_str());
@@ -77,7 +77,7 @@ std::unique_ptr<CommDevices> CommDevices::create(const CommDeviceSetup& setup, c
     options.rank = setup.rank;
     options.nranks = setup.nranks;
     options.bootstrap = setup.bootstrap;
-    options.provider = transport::defaultVerbsProvider();
+    options.network = setup.rdma;
     options.makeReducer = makeCudaReducer;
     options.log = log;
     devices->gdr_ = std::make_unique<GdrPath>(std::move(options));

@@ -25,6 +25,7 @@
 #include "src/device/path_selection.h"
 #include "src/device/runtime.h"
 #include "src/device/staged_run.h"
+#include "transports/rdma_memory.h"
 
 namespace loom::cuda {
 
@@ -35,6 +36,9 @@ struct CommDeviceSetup {
   bootstrap::Bootstrap* bootstrap = nullptr;
   const Config* config = nullptr;  // create() only: the device knobs; LOOM_TRANSPORT, LOOM_IB_DISABLE for the GDR decision
   WaitContext wait = {};           // create() only: the GDR agreement's exchange
+  // create() only: the network GDR registers device memory with and writes
+  // over (the verbs transport's, transports/verbs/verbs_rdma_memory.h); null: no GDR.
+  std::shared_ptr<transport::RdmaNetwork> rdma = nullptr;
 };
 
 // The device knobs of the communicator's Config, parsed.

@@ -6,7 +6,6 @@
 #include "common/format.h"
 #include "src/device/p2p_direct.h"
 #include "src/device/runtime.h"
-#include "transports/verbs/verbs_transport.h"
 
 namespace loom::cuda {
 
@@ -20,16 +19,15 @@ std::string gdrLocalReason(const GdrLocalFacts& f) {
   return f.peerMemReason;
 }
 
-GdrLocalFacts probeGdrLocalFacts(const std::string& transport, bool ibDisabled) {
+GdrLocalFacts probeGdrLocalFacts(const std::string& transport, bool ibDisabled, transport::RdmaNetwork& network) {
   GdrLocalFacts f;
   f.cudaUsable = devicesUsable();
   f.kernelsBuilt = directPathBuilt();
   f.transport = transport;
   f.ibDisabled = ibDisabled;
   if (gdrLocalReason(f).empty()) {  // probe the device only when nothing cheaper already says no
-    auto provider = transport::defaultVerbsProvider();
-    f.rdmaReason = provider->probe();
-    if (f.rdmaReason.empty()) f.peerMemReason = provider->probeDeviceMemory();
+    f.rdmaReason = network.probe();
+    if (f.rdmaReason.empty()) f.peerMemReason = network.probeDeviceMemory();
   }
   return f;
 }

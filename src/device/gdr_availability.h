@@ -13,6 +13,7 @@
 #include "common/log.h"
 #include "common/status.h"
 #include "common/wait.h"
+#include "transports/rdma_memory.h"
 
 namespace loom::cuda {
 
@@ -21,16 +22,16 @@ struct GdrLocalFacts {
   bool kernelsBuilt = false;  // the CUDA reduce-copy kernels are compiled in
   std::string transport;      // LOOM_TRANSPORT (empty: per-peer choice)
   bool ibDisabled = false;    // LOOM_IB_DISABLE=1
-  std::string rdmaReason;     // verbs Provider::probe(): "" if an RDMA device with an active port exists
-  std::string peerMemReason;  // verbs Provider::probeDeviceMemory(): "" if GPU memory can be registered
+  std::string rdmaReason;     // RdmaNetwork::probe(): "" if an RDMA device with an active port exists
+  std::string peerMemReason;  // RdmaNetwork::probeDeviceMemory(): "" if GPU memory can be registered
 };
 
 // "" when this rank can use GDR, else why not (a phrase for a log line).
 // The probes' reasons are only consulted when the cheaper facts allow GDR.
 std::string gdrLocalReason(const GdrLocalFacts& facts);
 
-// This rank's facts, probing the default verbs provider (libibverbs).
-GdrLocalFacts probeGdrLocalFacts(const std::string& transport, bool ibDisabled);
+// This rank's facts, probing `network` (the verbs transport's, over libibverbs).
+GdrLocalFacts probeGdrLocalFacts(const std::string& transport, bool ibDisabled, transport::RdmaNetwork& network);
 
 // Collective: true when every rank's reason was "". Logs this rank's reason
 // (WARN, once per process), or which ranks cannot (INFO).

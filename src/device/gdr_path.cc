@@ -4,12 +4,10 @@
 #include <vector>
 
 #include "common/format.h"
-#include "src/device/gdr_links.h"
 #include "src/device/gdr_slices.h"
 
 namespace loom::cuda {
 
-namespace verbs = transport::verbs;
 namespace kc = kernels::cuda;
 
 // What each rank says before a call: the exchange that decides "run" for all.
@@ -25,7 +23,7 @@ struct GdrPath::CallRecord {
 
 // The registrations one call writes from and into, held for its duration.
 struct GdrPath::Registered {
-  verbs::RegistrationCache::Handle send, recv, scratch;
+  transport::RdmaRegionHandle send, recv, scratch;
 };
 
 namespace {
@@ -45,14 +43,13 @@ GdrPath::~GdrPath() {
   if (scratch_) reducer_->release(scratch_);
 }
 
-verbs::RegistrationCache::Stats GdrPath::registrationStats() const {
-  return links_ ? links_->registrations().stats() : verbs::RegistrationCache::Stats{};
+transport::RdmaRegistrationStats GdrPath::registrationStats() const {
+  return links_ ? links_->registrationStats() : transport::RdmaRegistrationStats{};
 }
 
 Status GdrPath::setUp(const WaitContext& wait) {
   std::string whyNot;
-  auto links = GdrLinks::connect(options_.rank, options_.nranks, *options_.provider, *options_.bootstrap, wait,
-                                 &whyNot);
+  auto links = options_.network->connect(options_.rank, options_.nranks, *options_.bootstrap, wait, &whyNot);
   LOOM_TRY(links.status());
   if (!links.value()) {
     unavailable_ = true;
@@ -70,7 +67,7 @@ Status GdrPath::setUp(const WaitContext& wait) {
 Status GdrPath::ensureScratch(size_t bytes) {
   if (scratchBytes_ >= bytes) return Status::ok();
   if (scratch_) {
-    links_->registrations().invalidate(scratch_, scratchBytes_);  // before the memory goes
+    links_->invalidate(scratch_, scratchBytes_);  // before the memory goes
     reducer_->release(scratch_);
     scratch_ = nullptr;
     scratchBytes_ = 0;
@@ -83,7 +80,7 @@ Status GdrPath::ensureScratch(size_t bytes) {
 }
 
 std::string GdrPath::registerUserBuffer(const char* what, void* ptr, size_t bytes, uint32_t access,
-                                       verbs::RegistrationCache::Handle* out) {
+                                       transport::RdmaRegionHandle* out) {
   // Without the identity a cached registration may belong to memory freed
   // since (and the address reused): never guess, stage instead.
   auto id = options_.identify(ptr);
@@ -94,7 +91,7 @@ std::string GdrPath::registerUserBuffer(const char* what, void* ptr, size_t byte
   if (p < a.base || p - a.base > a.size || bytes > a.size - (p - a.base))
     return strprintf("%s %p (%zu bytes) runs past the end of its allocation (%zu bytes at %#llx)", what, ptr, bytes,
                      a.size, static_cast<unsigned long long>(a.base));
-  auto r = links_->registrations().get(ptr, bytes, access, a.bufferId);
+  auto r = links_->registerMemory(ptr, bytes, access, a.bufferId);
   if (!r.isOk()) return strprintf("registering %s: %s", what, r.status().message().c_str());
   *out = std::move(r).value();
   return "";
@@ -118,14 +115,13 @@ std::string GdrPath::prepare(const algo::CollArgs& args, const PointerInfo& send
   Status scratch = ensureScratch(static_cast<size_t>(options_.nranks) *
                                  gdrSlotBytes(args.count, options_.nranks, dataTypeSize(args.dtype)));
   if (!scratch.isOk()) return "device scratch: " + scratch.message();
-  auto& cache = links_->registrations();
-  constexpr uint32_t kWritable = verbs::kAccessLocalWrite | verbs::kAccessRemoteWrite;
+  constexpr uint32_t kWritable = transport::kRdmaLocalWrite | transport::kRdmaRemoteWrite;
   // recvbuff first: in place, sendbuff then hits the same (writable) registration.
   std::string why = registerUserBuffer("recvbuff", args.recvbuf, bytes, kWritable, &regs->recv);
   if (why.empty())
-    why = registerUserBuffer("sendbuff", const_cast<void*>(args.sendbuf), bytes, verbs::kAccessLocalWrite, &regs->send);
+    why = registerUserBuffer("sendbuff", const_cast<void*>(args.sendbuf), bytes, transport::kRdmaLocalWrite, &regs->send);
   if (!why.empty()) return why;
-  auto k = cache.get(scratch_, scratchBytes_, kWritable, kScratchIdentity);
+  auto k = links_->registerMemory(scratch_, scratchBytes_, kWritable, kScratchIdentity);
   if (!k.isOk()) return "registering the device scratch: " + k.status().message();
   regs->scratch = std::move(k).value();
   mine->recvAddr = reinterpret_cast<uintptr_t>(args.recvbuf);

@@ -3,8 +3,9 @@
 // writing GPU memory directly (ibv_reg_mr on cudaMalloc memory, which
 // nvidia-peermem makes possible), no host staging copy on either side.
 //
-// Setup, on the first eligible call (collective, src/device/gdr_links.h): PD, CQ,
-// one RC QP per peer. If any rank fails, all agree, log why, and stage from
+// Setup, on the first eligible call (collective): links to every peer from the
+// network's connect (transports/rdma_memory.h; the verbs transport's: PD, CQ,
+// one RC QP per peer). If any rank fails, all agree, log why, and stage from
 // then on.
 //
 // One all-reduce of `count` elements, two-shot, on every rank r:
@@ -50,18 +51,15 @@
 #include "src/device/allocation_identity.h"
 #include "src/device/device_reducer.h"
 #include "src/device/memory_kind.h"
-#include "transports/verbs/registration_cache.h"
-#include "transports/verbs/verbs_api.h"
+#include "transports/rdma_memory.h"
 
 namespace loom::cuda {
-
-class GdrLinks;
 
 struct GdrPathOptions {
   int rank = 0;
   int nranks = 1;
   bootstrap::Bootstrap* bootstrap = nullptr;
-  std::shared_ptr<transport::verbs::Provider> provider;  // libibverbs, or the tests' emulated fabric
+  std::shared_ptr<transport::RdmaNetwork> network;       // the verbs transport's (libibverbs, or the tests' emulated fabric)
   ReducerFactory makeReducer;                            // makeCudaReducer, or the tests' emulation
   AllocationIdentityFn identify;                         // of user buffers; empty: driverAllocationIdentity
   Logger log;
@@ -79,7 +77,7 @@ class GdrPath {
                    const WaitContext& wait, bool* ran);
 
   // Registration cache counters (zero before setup), for tests and logs.
-  transport::verbs::RegistrationCache::Stats registrationStats() const;
+  transport::RdmaRegistrationStats registrationStats() const;
   // Setup happened and failed on some rank: every call stages.
   bool unavailable() const { return unavailable_; }
 
@@ -94,7 +92,7 @@ class GdrPath {
   // Registers user buffer `what` ([ptr, ptr + bytes)) tagged with its
   // allocation's identity; "" when done, else why not.
   std::string registerUserBuffer(const char* what, void* ptr, size_t bytes, uint32_t access,
-                                 transport::verbs::RegistrationCache::Handle* out);
+                                 transport::RdmaRegionHandle* out);
   Status ensureScratch(size_t bytes);
   Status runTwoShot(const algo::CollArgs& args, const CallRecord* records, const Registered& regs,
                     const WaitContext& wait);
@@ -108,7 +106,7 @@ class GdrPath {
   int device_ = -1;
   void* scratch_ = nullptr;
   size_t scratchBytes_ = 0;
-  std::unique_ptr<GdrLinks> links_;  // the destructor drops it first: registrations go before the scratch
+  std::unique_ptr<transport::RdmaLinks> links_;  // the destructor drops it first: registrations go before the scratch
   bool unavailable_ = false;
   Status failed_;        // the error that broke the path
   uint64_t calls_ = 0;   // calls that ran, the same count on every rank

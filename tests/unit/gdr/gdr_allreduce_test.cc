@@ -210,7 +210,8 @@ TEST(GdrAllReducePaths, HostBuffersOnOneRankMakeEveryRankFallBackUntouched) {
 TEST(GdrAllReducePaths, ARankWithoutRdmaMakesEveryRankStageForGood) {
   const int n = 3;
   GdrWorld w = makeGdrWorld(n, [](int rank, cuda::GdrPathOptions& o) {
-    if (rank == 2) o.provider = transport::verbs::emulated::noDeviceProvider("no RDMA device (test)");
+    if (rank == 2)
+      o.network = transport::verbsRdmaNetwork(transport::verbs::emulated::noDeviceProvider("no RDMA device (test)"));
   });
   const Case c{DataType::kInt32, RedOp::kMax, 99, false};
   auto sends = makeInputs(n, c);

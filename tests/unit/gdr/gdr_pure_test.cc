@@ -14,6 +14,7 @@
 #include "src/device/path_selection.h"
 #include "src/device/runtime.h"
 #include "transports/verbs/gdr_probe.h"
+#include "transports/verbs/verbs_rdma_memory.h"
 
 namespace loom::cuda {
 namespace {
@@ -107,7 +108,7 @@ TEST(GdrAvailability, LocalReasonNamesTheFirstMissingPiece) {
 
 TEST(GdrAvailability, AProcessWithoutCudaDeviceSaysSo) {
   if (devicesUsable()) GTEST_SKIP() << "this machine has a CUDA device: the no-device reason cannot be checked";
-  const std::string why = gdrLocalReason(probeGdrLocalFacts("", false));
+  const std::string why = gdrLocalReason(probeGdrLocalFacts("", false, *transport::defaultVerbsRdmaNetwork()));
   EXPECT_NE(why.find("CUDA"), std::string::npos) << why;
 }
 

@@ -20,7 +20,7 @@ GdrWorld makeGdrWorld(int nranks, const std::function<void(int, cuda::GdrPathOpt
     options.rank = r;
     options.nranks = nranks;
     options.bootstrap = w.boots.back().get();
-    options.provider = w.fabric->provider(r);
+    options.network = transport::verbsRdmaNetwork(w.fabric->provider(r));
     options.makeReducer = [](int) -> Result<std::unique_ptr<cuda::DeviceReducer>> {
       return cuda::makeEmulatedReducer();
     };

@@ -12,6 +12,7 @@
 #include "src/device/gdr_path.h"
 #include "tests/support/local_bootstrap.h"
 #include "transports/verbs/emulated_verbs.h"
+#include "transports/verbs/verbs_rdma_memory.h"
 
 namespace loom::testing::gdr {
 
@@ -28,7 +29,7 @@ struct GdrWorld {
 // memory is never "freed and reallocated" behind the path's back here).
 cuda::AllocationIdentityFn unchangingIdentity();
 
-// `customize(rank, options)` may swap a rank's provider, reducer or identity.
+// `customize(rank, options)` may swap a rank's network, reducer or identity.
 GdrWorld makeGdrWorld(int nranks, const std::function<void(int, cuda::GdrPathOptions&)>& customize = {});
 
 WaitContext waitFor(double seconds);

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "algorithms/algorithm.h"
 #include "algorithms/patterns/host_layout.h"
 #include "algorithms/patterns/ring_order.h"
 
@@ -131,7 +132,7 @@ TEST(RingOrder, FollowsTheLayoutOnlyWhenItDescribesThisContext) {
   ctx.rank = 2;
   ctx.nranks = 4;
   ctx.hosts = &l;
-  const RingOrder order(ctx);
+  const RingOrder order(ctx.rank, ctx.nranks, ctx.hosts);
   EXPECT_EQ(order.position(), 1);
   EXPECT_EQ(order.next(), 1);
   EXPECT_EQ(order.prev(), 0);
@@ -139,7 +140,7 @@ TEST(RingOrder, FollowsTheLayoutOnlyWhenItDescribesThisContext) {
   EXPECT_EQ(order.rankAt(5), 2);
   AlgoContext none = ctx;
   none.hosts = nullptr;  // no layout: rank order
-  const RingOrder plain(none);
+  const RingOrder plain(none.rank, none.nranks, none.hosts);
   EXPECT_EQ(plain.position(), 2);
   EXPECT_EQ(plain.next(), 3);
   EXPECT_EQ(plain.prev(), 1);
