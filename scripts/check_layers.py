@@ -56,7 +56,7 @@ LAYERS = [
      ["public", "common", "bootstrap", "algorithms", "src/tuner", "src/diagnostics", "src/device", "src/comm"],
      ["loom"]),
     ("tools/loomrun", ["tools/loomrun/"], ["common", "src/topology"], ["loomrun"]),
-    ("tools/tune_fit", ["tools/tune_fit/"], ["common", "src/tuner"], ["loom_tune_fit"]),
+    ("tools/tune_fit", ["tools/tune_fit/"], ["common", "algorithms", "src/tuner"], ["loom_tune_fit"]),
     ("shim/nccl", ["shim/nccl/"], ["public", "nccl-public", "kernels"], ["loom_nccl"]),
     ("bindings/torch", ["bindings/torch/"], ["public"], ["loom_torch_ext"]),
     ("ddp", ["ddp/"], ["public"], ["loom_ddp"]),
