@@ -18,9 +18,14 @@
 #include "transports/shm/shm_layout.h"
 #include "transports/shm/shm_ll_connection.h"
 #include "tests/unit/transports/shm/shm_test_util.h"
+#include "tests/unit/transports/transport_world.h"
 
 namespace loom::testing::shm {
 namespace {
+
+using transports::Backend;
+using transports::World;
+using transports::connectWorld;
 
 using transport::shm::BulletinControl;
 using transport::shm::BulletinView;
@@ -159,7 +164,7 @@ TEST(ShmBulletin, StaleLinesWithARepeatedFlagAreNeverTaken) {
 
 TEST(ShmBulletin, ThroughTheShmTransportBetweenEveryPair) {
   const int n = 3;
-  World world = connectWorld(n, uniqueJobTag(), smallConfig(), [&](int r) { return allPeersOf(r, n); });
+  World world = connectWorld(Backend::kShm, n, uniqueJobTag(), smallConfig(), [&](int r) { return allPeersOf(r, n); });
   ASSERT_TRUE(world.allOk()) << world.firstError();
   for (int r = 0; r < n; ++r) ASSERT_NE(world.transports[r]->bulletin(), nullptr) << "rank " << r;
   const size_t capacity = world.transports[0]->bulletin()->capacity();
@@ -173,7 +178,7 @@ TEST(ShmBulletin, ThroughTheShmTransportBetweenEveryPair) {
 // (sparse peer lists) the transport offers none.
 TEST(ShmBulletin, NoneWhenTheTransportDoesNotServeEveryRank) {
   const int n = 3;
-  World world = connectWorld(n, uniqueJobTag(), smallConfig(), [](int r) {
+  World world = connectWorld(Backend::kShm, n, uniqueJobTag(), smallConfig(), [](int r) {
     if (r == 2) return std::vector<int>{};
     return std::vector<int>{1 - r};
   });

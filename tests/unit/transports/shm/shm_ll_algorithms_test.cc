@@ -13,9 +13,14 @@
 #include "transports/shm/shm_layout.h"
 #include "transports/shm/shm_transport.h"
 #include "tests/unit/transports/shm/shm_test_util.h"
+#include "tests/unit/transports/transport_world.h"
 
 namespace loom::testing::shm {
 namespace {
+
+using transports::Backend;
+using transports::World;
+using transports::connectWorld;
 
 using algo::CollType;
 using transport::Protocol;
@@ -75,7 +80,7 @@ std::vector<int32_t> expected(CollType type, size_t count, int nranks, int rank,
 TEST(ShmLLAlgorithms, EveryAlgorithmRunsOverLL) {
   constexpr int kRanks = 3;
   constexpr int kRoot = 1;
-  World w = connectWorld(kRanks, uniqueJobTag(), smallConfig(), [](int r) { return allPeersOf(r, kRanks); });
+  World w = connectWorld(Backend::kShm, kRanks, uniqueJobTag(), smallConfig(), [](int r) { return allPeersOf(r, kRanks); });
   ASSERT_TRUE(w.allOk()) << w.firstError();
   int ran = 0;
   for (const algo::AlgorithmInfo& info : algo::allAlgorithms()) {

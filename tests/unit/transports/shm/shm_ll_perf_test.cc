@@ -14,9 +14,14 @@
 #include "transports/shm/shm_layout.h"
 #include "transports/shm/shm_transport.h"
 #include "tests/unit/transports/shm/shm_test_util.h"
+#include "tests/unit/transports/transport_world.h"
 
 namespace loom::testing::shm {
 namespace {
+
+using transports::Backend;
+using transports::World;
+using transports::connectWorld;
 
 using transport::Protocol;
 
@@ -50,7 +55,7 @@ Status receiveAndCompare(transport::RecvConnection& rx, const std::vector<std::b
 // pattern generator's) and alternate between two contents per direction, so
 // a chunk delivered twice or out of order shows in the comparison.
 Latency pingPong(Protocol proto, size_t bytes, int roundTrips) {
-  World w = connectWorld(2, uniqueJobTag(), smallConfig(64 * 1024, 4), [](int r) { return std::vector<int>{1 - r}; });
+  World w = connectWorld(Backend::kShm, 2, uniqueJobTag(), smallConfig(64 * 1024, 4), [](int r) { return std::vector<int>{1 - r}; });
   if (!w.allOk()) return {Status(Code::kInternalError, w.firstError())};
   std::vector<std::byte> payload[2][2];  // [sender rank][message parity]
   for (int r = 0; r < 2; ++r)

@@ -12,9 +12,14 @@
 #include "transports/shm/shm_transport.h"
 #include "tests/unit/transports/shm/shm_fork_harness.h"
 #include "tests/unit/transports/shm/shm_test_util.h"
+#include "tests/unit/transports/transport_world.h"
 
 namespace loom::testing::shm {
 namespace {
+
+using transports::Backend;
+using transports::World;
+using transports::connectWorld;
 
 using transport::Protocol;
 using transport::RecvConnection;
@@ -45,7 +50,7 @@ void streamPair(World& w, uint64_t chunks, bool futexOnly) {
 
 TEST(ShmLL, SupportedWithItsOwnConnectionsAndChunkSize) {
   EXPECT_TRUE(transport::shmTransportFactory().create()->supports(kLL));
-  World w = connectWorld(2, uniqueJobTag(), smallConfig(4096, 2), pairPeers);
+  World w = connectWorld(Backend::kShm, 2, uniqueJobTag(), smallConfig(4096, 2), pairPeers);
   ASSERT_TRUE(w.allOk()) << w.firstError();
   transport::Transport& t = *w.transports[0];
   EXPECT_TRUE(t.supports(Protocol::kSimple));
@@ -62,7 +67,7 @@ TEST(ShmLL, SupportedWithItsOwnConnectionsAndChunkSize) {
 
 // Each edge size alone, then all of them queued at once (filling the slots).
 TEST(ShmLL, EdgeSizesArriveIntact) {
-  World w = connectWorld(2, uniqueJobTag(), smallConfig(), pairPeers);
+  World w = connectWorld(Backend::kShm, 2, uniqueJobTag(), smallConfig(), pairPeers);
   ASSERT_TRUE(w.allOk()) << w.firstError();
   SendConnection& tx = w.transports[0]->sendTo(1, kLL);
   RecvConnection& rx = w.transports[1]->recvFrom(0, kLL);
@@ -87,20 +92,20 @@ TEST(ShmLL, EdgeSizesArriveIntact) {
 
 // Far more chunks than slots (the slots wrap hundreds of times), every byte checked.
 TEST(ShmLL, ManyChunksWrapTheSlotsInOrder) {
-  World w = connectWorld(2, uniqueJobTag(), smallConfig(), pairPeers);
+  World w = connectWorld(Backend::kShm, 2, uniqueJobTag(), smallConfig(), pairPeers);
   ASSERT_TRUE(w.allOk()) << w.firstError();
   streamPair(w, 200 * kLLSlots, false);
 }
 
 // Waits that go straight to the futex: the sender's notify must wake the receiver.
 TEST(ShmLL, FutexOnlyWaitsStillDeliver) {
-  World w = connectWorld(2, uniqueJobTag(), smallConfig(), pairPeers);
+  World w = connectWorld(Backend::kShm, 2, uniqueJobTag(), smallConfig(), pairPeers);
   ASSERT_TRUE(w.allOk()) << w.firstError();
   streamPair(w, 20 * kLLSlots, true);
 }
 
 TEST(ShmLL, TryAcquireNeverWaits) {
-  World w = connectWorld(2, uniqueJobTag(), smallConfig(), pairPeers);
+  World w = connectWorld(Backend::kShm, 2, uniqueJobTag(), smallConfig(), pairPeers);
   ASSERT_TRUE(w.allOk()) << w.firstError();
   SendConnection& tx = w.transports[0]->sendTo(1, kLL);
   RecvConnection& rx = w.transports[1]->recvFrom(0, kLL);
@@ -134,7 +139,7 @@ TEST(ShmLL, TryAcquireNeverWaits) {
 
 // A receiver thread polling only with tryAcquire against a sender thread.
 TEST(ShmLL, TryAcquirePollingStreams) {
-  World w = connectWorld(2, uniqueJobTag(), smallConfig(), pairPeers);
+  World w = connectWorld(Backend::kShm, 2, uniqueJobTag(), smallConfig(), pairPeers);
   ASSERT_TRUE(w.allOk()) << w.firstError();
   constexpr uint64_t kChunks = 30 * kLLSlots;
   std::vector<Status> results(2);
@@ -172,7 +177,7 @@ TEST(ShmLL, TryAcquirePollingStreams) {
 }
 
 TEST(ShmLL, MisuseIsReportedByTheNextAcquire) {
-  World w = connectWorld(2, uniqueJobTag(), smallConfig(), pairPeers);
+  World w = connectWorld(Backend::kShm, 2, uniqueJobTag(), smallConfig(), pairPeers);
   ASSERT_TRUE(w.allOk()) << w.firstError();
   SendConnection& tx = w.transports[0]->sendTo(1, kLL);
   RecvConnection& rx = w.transports[1]->recvFrom(0, kLL);
@@ -194,7 +199,7 @@ TEST(ShmLL, MisuseIsReportedByTheNextAcquire) {
 }
 
 TEST(ShmLL, TimeoutsNameThePeerAndTheProtocol) {
-  World w = connectWorld(2, uniqueJobTag(), smallConfig(), pairPeers);
+  World w = connectWorld(Backend::kShm, 2, uniqueJobTag(), smallConfig(), pairPeers);
   ASSERT_TRUE(w.allOk()) << w.firstError();
   const std::byte* data = nullptr;
   size_t bytes = 0;
@@ -219,7 +224,7 @@ TEST(ShmLL, TimeoutsNameThePeerAndTheProtocol) {
 }
 
 TEST(ShmLL, AbortFlagUnblocksAWait) {
-  World w = connectWorld(2, uniqueJobTag(), smallConfig(), pairPeers);
+  World w = connectWorld(Backend::kShm, 2, uniqueJobTag(), smallConfig(), pairPeers);
   ASSERT_TRUE(w.allOk()) << w.firstError();
   std::atomic<bool> abort{false};
   std::thread aborter([&] {
@@ -242,7 +247,7 @@ TEST(ShmLL, AbortFlagUnblocksAWait) {
 // own FIFO, in order, and neither disturbs the other.
 TEST(ShmLL, BothProtocolsInterleavedOnOnePair) {
   Config cfg = smallConfig(2048, 2);
-  World w = connectWorld(2, uniqueJobTag(), cfg, pairPeers);
+  World w = connectWorld(Backend::kShm, 2, uniqueJobTag(), cfg, pairPeers);
   ASSERT_TRUE(w.allOk()) << w.firstError();
   constexpr uint64_t kRounds = 300;
   std::vector<Status> results(4);
@@ -277,7 +282,7 @@ TEST(ShmLL, BothProtocolsInterleavedOnOnePair) {
 TEST(ShmLL, AllPairsOfFourRanksAndNoSegmentLeft) {
   std::string tag = uniqueJobTag();
   constexpr int kRanks = 4;
-  World w = connectWorld(kRanks, tag, smallConfig(), [](int r) { return allPeersOf(r, kRanks); });
+  World w = connectWorld(Backend::kShm, kRanks, tag, smallConfig(), [](int r) { return allPeersOf(r, kRanks); });
   ASSERT_TRUE(w.allOk()) << w.firstError();
   EXPECT_TRUE(leftoverSegments(tag).empty()) << leftoverSegments(tag)[0];
   std::vector<Status> results(kRanks);

@@ -13,9 +13,14 @@
 #include "tests/support/rank_threads.h"
 #include "transports/shm/shm_transport.h"
 #include "tests/unit/transports/shm/shm_test_util.h"
+#include "tests/unit/transports/transport_world.h"
 
 namespace loom::testing::shm {
 namespace {
+
+using transports::Backend;
+using transports::World;
+using transports::connectWorld;
 
 double secondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
@@ -53,7 +58,7 @@ struct PingPongResult {
 PingPongResult pingPong(int pairs, int roundTrips) {
   PingPongResult out;
   int nranks = 2 * pairs;
-  World w = connectWorld(nranks, uniqueJobTag(), smallConfig(4096, 4), [](int r) { return std::vector<int>{r ^ 1}; });
+  World w = connectWorld(Backend::kShm, nranks, uniqueJobTag(), smallConfig(4096, 4), [](int r) { return std::vector<int>{r ^ 1}; });
   if (!w.allOk()) {
     out.statuses.assign(1, Status(Code::kInternalError, w.firstError()));
     return out;
@@ -101,7 +106,7 @@ TEST(ShmPerf, OneWayLatencyOfSmallChunks) {
 TEST(ShmPerf, StreamingBandwidthOf256KiBChunks) {
   constexpr size_t kChunk = 256 * 1024;
   constexpr int kChunks = 4000;  // ~1 GiB
-  World w = connectWorld(2, uniqueJobTag(), smallConfig(kChunk, 4), [](int r) { return std::vector<int>{1 - r}; });
+  World w = connectWorld(Backend::kShm, 2, uniqueJobTag(), smallConfig(kChunk, 4), [](int r) { return std::vector<int>{1 - r}; });
   ASSERT_TRUE(w.allOk()) << w.firstError();
   std::vector<Status> results(2);
   auto start = Clock::now();

@@ -9,16 +9,21 @@
 #include "tests/support/rank_threads.h"
 #include "transports/shm/shm_transport.h"
 #include "tests/unit/transports/shm/shm_test_util.h"
+#include "tests/unit/transports/transport_world.h"
 
 namespace loom::testing::shm {
 namespace {
+
+using transports::Backend;
+using transports::World;
+using transports::connectWorld;
 
 bool contains(const Status& s, const std::string& text) { return s.message().find(text) != std::string::npos; }
 
 TEST(ShmSetup, MismatchedChunkSizesFailOnEveryRank) {
   std::string tag = uniqueJobTag();
   Config base = smallConfig(4096, 4);
-  World w = connectWorld(2, tag, base, [](int r) { return std::vector<int>{1 - r}; }, [&](int r) {
+  World w = connectWorld(Backend::kShm, 2, tag, base, [](int r) { return std::vector<int>{1 - r}; }, [&](int r) {
     Config c = base;
     if (r == 1) c.chunkBytes = 8192;
     return c;
@@ -33,7 +38,7 @@ TEST(ShmSetup, MismatchedChunkSizesFailOnEveryRank) {
 TEST(ShmSetup, AsymmetricPeersAreReported) {
   std::string tag = uniqueJobTag();
   // Rank 0 expects to talk to rank 1, but rank 1 serves nobody.
-  World w = connectWorld(2, tag, smallConfig(), [](int r) { return r == 0 ? std::vector<int>{1} : std::vector<int>{}; });
+  World w = connectWorld(Backend::kShm, 2, tag, smallConfig(), [](int r) { return r == 0 ? std::vector<int>{1} : std::vector<int>{}; });
   EXPECT_FALSE(w.statuses[0].isOk());
   EXPECT_TRUE(contains(w.statuses[0], "segment /dev/shm/loom-" + tag + "-1 of peer rank 1")) << w.statuses[0].message();
   EXPECT_EQ(w.statuses[1].code(), Code::kRemoteError);
@@ -42,7 +47,7 @@ TEST(ShmSetup, AsymmetricPeersAreReported) {
 
   // Rank 1 has a segment, but no FIFO for rank 0.
   std::string tag3 = uniqueJobTag();
-  World w3 = connectWorld(3, tag3, smallConfig(), [](int r) {
+  World w3 = connectWorld(Backend::kShm, 3, tag3, smallConfig(), [](int r) {
     return r == 0 ? std::vector<int>{1, 2} : r == 1 ? std::vector<int>{2} : std::vector<int>{0, 1};
   });
   EXPECT_EQ(w3.statuses[0].code(), Code::kInvalidUsage);
@@ -53,7 +58,7 @@ TEST(ShmSetup, AsymmetricPeersAreReported) {
 
 TEST(ShmSetup, BadPeerListFailsLocallyAndRemotely) {
   std::string tag = uniqueJobTag();
-  World w = connectWorld(3, tag, smallConfig(), [](int r) {
+  World w = connectWorld(Backend::kShm, 3, tag, smallConfig(), [](int r) {
     return r == 2 ? std::vector<int>{0, 0, 1} : allPeersOf(r, 3);
   });
   EXPECT_EQ(w.statuses[2].code(), Code::kInvalidArgument);
@@ -64,7 +69,7 @@ TEST(ShmSetup, BadPeerListFailsLocallyAndRemotely) {
   }
   EXPECT_TRUE(leftoverSegments(tag).empty());
 
-  World out = connectWorld(2, uniqueJobTag(), smallConfig(), [](int r) { return std::vector<int>{r == 0 ? 5 : 0}; });
+  World out = connectWorld(Backend::kShm, 2, uniqueJobTag(), smallConfig(), [](int r) { return std::vector<int>{r == 0 ? 5 : 0}; });
   EXPECT_TRUE(contains(out.statuses[0], "peer rank 5 out of range [0, 2)")) << out.statuses[0].message();
 }
 
@@ -74,7 +79,7 @@ TEST(ShmSetup, ExistingSegmentNameIsAClearError) {
   int fd = ::shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
   ASSERT_GE(fd, 0);
   ::close(fd);
-  World w = connectWorld(2, tag, smallConfig(), [](int r) { return std::vector<int>{1 - r}; });
+  World w = connectWorld(Backend::kShm, 2, tag, smallConfig(), [](int r) { return std::vector<int>{1 - r}; });
   ::shm_unlink(name.c_str());
   EXPECT_EQ(w.statuses[1].code(), Code::kSystemError);
   EXPECT_TRUE(contains(w.statuses[1], "/dev/shm" + name + " of rank 1 already exists")) << w.statuses[1].message();
@@ -85,7 +90,7 @@ TEST(ShmSetup, ExistingSegmentNameIsAClearError) {
 TEST(ShmSetup, MissingDirectoryNamesPathAndErrno) {
   Config cfg = smallConfig();
   cfg.shmDir = "/nonexistent-loom-dir";
-  World w = connectWorld(2, uniqueJobTag(), cfg, [](int r) { return std::vector<int>{1 - r}; });
+  World w = connectWorld(Backend::kShm, 2, uniqueJobTag(), cfg, [](int r) { return std::vector<int>{1 - r}; });
   for (int r = 0; r < 2; ++r) {
     EXPECT_EQ(w.statuses[r].code(), Code::kSystemError);
     EXPECT_TRUE(contains(w.statuses[r], "cannot create segment /nonexistent-loom-dir/loom-")) << w.statuses[r].message();
@@ -96,10 +101,10 @@ TEST(ShmSetup, MissingDirectoryNamesPathAndErrno) {
 TEST(ShmSetup, InvalidConfigIsRejected) {
   Config cfg = smallConfig();
   cfg.fifoSlots = 0;
-  World w = connectWorld(2, uniqueJobTag(), cfg, [](int r) { return std::vector<int>{1 - r}; });
+  World w = connectWorld(Backend::kShm, 2, uniqueJobTag(), cfg, [](int r) { return std::vector<int>{1 - r}; });
   EXPECT_EQ(w.statuses[0].code(), Code::kInvalidArgument);
   EXPECT_TRUE(contains(w.statuses[0], "LOOM_SHM_SLOTS")) << w.statuses[0].message();
-  World noTag = connectWorld(2, "", smallConfig(), [](int r) { return std::vector<int>{1 - r}; });
+  World noTag = connectWorld(Backend::kShm, 2, "", smallConfig(), [](int r) { return std::vector<int>{1 - r}; });
   EXPECT_TRUE(contains(noTag.statuses[1], "job tag")) << noTag.statuses[1].message();
 }
 
@@ -126,7 +131,7 @@ TEST(ShmSetup, InconsistentSetupContextIsRejected) {
 
 // One rank may serve itself: it writes into and reads from its own segment.
 TEST(ShmSetup, SelfConnectionLoopsBack) {
-  World w = connectWorld(1, uniqueJobTag(), smallConfig(1024, 2), [](int) { return std::vector<int>{0}; });
+  World w = connectWorld(Backend::kShm, 1, uniqueJobTag(), smallConfig(1024, 2), [](int) { return std::vector<int>{0}; });
   ASSERT_TRUE(w.allOk()) << w.firstError();
   WaitContext wait = waitFor(5);
   for (uint64_t c = 0; c < 10; ++c) {
@@ -139,7 +144,7 @@ TEST(ShmSetup, SelfConnectionLoopsBack) {
 // A ring: each rank serves only its neighbours; others get a clear error.
 TEST(ShmSetup, SparsePeersConnectOnlyThoseListed) {
   constexpr int n = 5;
-  World w = connectWorld(n, uniqueJobTag(), smallConfig(512, 2), [](int r) {
+  World w = connectWorld(Backend::kShm, n, uniqueJobTag(), smallConfig(512, 2), [](int r) {
     return std::vector<int>{(r + 1) % n, (r + n - 1) % n};
   });
   ASSERT_TRUE(w.allOk()) << w.firstError();
@@ -169,7 +174,7 @@ TEST(ShmSetup, UnconnectedTransportAndSecondConnectAreUsageErrors) {
   std::byte* slot = nullptr;
   EXPECT_EQ(fresh->sendTo(0, transport::Protocol::kSimple).acquire(&slot, waitFor(1)).code(), Code::kInvalidUsage);
 
-  World w = connectWorld(1, uniqueJobTag(), smallConfig(), [](int) { return std::vector<int>{0}; });
+  World w = connectWorld(Backend::kShm, 1, uniqueJobTag(), smallConfig(), [](int) { return std::vector<int>{0}; });
   ASSERT_TRUE(w.allOk()) << w.firstError();
   Config cfg = smallConfig();
   transport::SetupContext ctx;
@@ -183,7 +188,7 @@ TEST(ShmSetup, UnconnectedTransportAndSecondConnectAreUsageErrors) {
 }
 
 TEST(ShmSetup, CommitOrReleaseWithoutAcquireIsReportedByNextAcquire) {
-  World w = connectWorld(2, uniqueJobTag(), smallConfig(1024, 2), [](int r) { return std::vector<int>{1 - r}; });
+  World w = connectWorld(Backend::kShm, 2, uniqueJobTag(), smallConfig(1024, 2), [](int r) { return std::vector<int>{1 - r}; });
   ASSERT_TRUE(w.allOk()) << w.firstError();
   transport::SendConnection& tx = w.transports[0]->sendTo(1, transport::Protocol::kSimple);
   transport::RecvConnection& rx = w.transports[1]->recvFrom(0, transport::Protocol::kSimple);

@@ -6,9 +6,6 @@
 #include <filesystem>
 
 #include "common/format.h"
-#include "tests/support/local_bootstrap.h"
-#include "tests/support/rank_threads.h"
-#include "transports/shm/shm_transport.h"
 
 namespace loom::testing::shm {
 
@@ -37,47 +34,6 @@ std::vector<int> allPeersOf(int rank, int nranks) {
   for (int r = 0; r < nranks; ++r)
     if (r != rank) peers.push_back(r);
   return peers;
-}
-
-bool World::allOk() const {
-  for (const Status& s : statuses)
-    if (!s.isOk()) return false;
-  return true;
-}
-
-std::string World::firstError() const {
-  for (size_t r = 0; r < statuses.size(); ++r)
-    if (!statuses[r].isOk()) return strprintf("rank %zu: %s", r, statuses[r].message().c_str());
-  return {};
-}
-
-World connectWorld(int nranks, const std::string& jobTag, const Config& config,
-                   const std::function<std::vector<int>(int)>& peersOf,
-                   const std::function<Config(int)>& configOf) {
-  World world;
-  world.transports.resize(nranks);
-  world.statuses.resize(nranks);
-  std::vector<transport::PeerInfo> infos(nranks);
-  for (int r = 0; r < nranks; ++r) infos[r].rank = r;
-  std::vector<Config> configs(nranks, config);
-  if (configOf)
-    for (int r = 0; r < nranks; ++r) configs[r] = configOf(r);
-  auto group = LocalBootstrapGroup::create(nranks);
-  runRankThreads(nranks, [&](int rank) {
-    LocalBootstrap boot(group, rank);
-    transport::SetupContext ctx;
-    ctx.rank = rank;
-    ctx.nranks = nranks;
-    ctx.peers = &infos;
-    ctx.jobTag = jobTag;
-    ctx.config = &configs[rank];
-    ctx.bootstrap = &boot;
-    ctx.wait = waitFor(20);
-    auto t = transport::shmTransportFactory().create();
-    world.statuses[rank] = t->connect(ctx, peersOf(rank));
-    if (world.statuses[rank].isOk()) world.transports[rank] = std::move(t);
-  });
-  return world;
 }
 
 size_t chunkSizeFor(int src, int dst, uint64_t chunk, size_t chunkBytes) {

@@ -1,6 +1,6 @@
-// Helpers shared by the shared-memory transport tests: unique job tags,
-// setup contexts, connecting a world of rank threads, data patterns, and
-// leftover checks in the segment directory.
+// Helpers shared by the transport tests: unique job tags, small settings,
+// waits, data patterns, and leftover checks in the segment directory (the
+// world of connected ranks is transport_world.h).
 #pragma once
 
 #include <cstddef>
@@ -28,20 +28,6 @@ WaitContext waitFor(double seconds, const std::atomic<bool>* abort = nullptr);
 
 // Every rank but `rank` in [0, nranks).
 std::vector<int> allPeersOf(int rank, int nranks);
-
-// Connects `nranks` shm transports, one thread per rank, with the peers given
-// by `peersOf(rank)`; all share `config` unless `configOf` is set. Returns the
-// per-rank connect() status in `statuses` and the transports (null where
-// connect failed).
-struct World {
-  std::vector<std::unique_ptr<transport::Transport>> transports;
-  std::vector<Status> statuses;
-  bool allOk() const;
-  std::string firstError() const;
-};
-World connectWorld(int nranks, const std::string& jobTag, const Config& config,
-                   const std::function<std::vector<int>(int)>& peersOf,
-                   const std::function<Config(int)>& configOf = nullptr);
 
 // Deterministic content of byte `i` of chunk `chunk` sent from `src` to `dst`.
 inline uint8_t patternByte(int src, int dst, uint64_t chunk, size_t i) {

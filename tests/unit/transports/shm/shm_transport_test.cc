@@ -11,9 +11,14 @@
 #include "tests/support/rank_threads.h"
 #include "transports/shm/shm_transport.h"
 #include "tests/unit/transports/shm/shm_test_util.h"
+#include "tests/unit/transports/transport_world.h"
 
 namespace loom::testing::shm {
 namespace {
+
+using transports::Backend;
+using transports::World;
+using transports::connectWorld;
 
 using transport::RecvConnection;
 using transport::SendConnection;
@@ -35,7 +40,7 @@ TEST(ShmTransport, FactoryMatchesSameHostOnly) {
 // More chunks than slots, sizes 0..chunkBytes, every byte checked, in order.
 TEST(ShmTransport, ManyChunksArriveInOrderWithContent) {
   Config cfg = smallConfig(4096, 4);
-  World w = connectWorld(2, uniqueJobTag(), cfg, pairPeers);
+  World w = connectWorld(Backend::kShm, 2, uniqueJobTag(), cfg, pairPeers);
   ASSERT_TRUE(w.allOk()) << w.firstError();
   constexpr int kChunks = 500;
   std::vector<Status> results(2);
@@ -53,7 +58,7 @@ TEST(ShmTransport, ManyChunksArriveInOrderWithContent) {
 
 TEST(ShmTransport, ZeroByteChunksAreDeliveredAndCounted) {
   Config cfg = smallConfig(4096, 2);
-  World w = connectWorld(2, uniqueJobTag(), cfg, pairPeers);
+  World w = connectWorld(Backend::kShm, 2, uniqueJobTag(), cfg, pairPeers);
   ASSERT_TRUE(w.allOk()) << w.firstError();
   WaitContext wait = waitFor(10);
   SendConnection& tx = w.transports[0]->sendTo(1, transport::Protocol::kSimple);
@@ -70,7 +75,7 @@ TEST(ShmTransport, ZeroByteChunksAreDeliveredAndCounted) {
 
 TEST(ShmTransport, FullSizeChunksFillWholeSlots) {
   Config cfg = smallConfig(256 * 1024, 2);
-  World w = connectWorld(2, uniqueJobTag(), cfg, pairPeers);
+  World w = connectWorld(Backend::kShm, 2, uniqueJobTag(), cfg, pairPeers);
   ASSERT_TRUE(w.allOk()) << w.firstError();
   EXPECT_EQ(w.transports[0]->sendTo(1, transport::Protocol::kSimple).chunkBytes(), cfg.chunkBytes);
   EXPECT_EQ(w.transports[1]->recvFrom(0, transport::Protocol::kSimple).chunkBytes(), cfg.chunkBytes);
@@ -88,7 +93,7 @@ TEST(ShmTransport, FullSizeChunksFillWholeSlots) {
 // Every rank sends to and receives from every other, one chunk per peer per
 // round (so each FIFO holds at most two chunks and one thread per rank suffices).
 void exchangeAllPairs(int nranks, int rounds, const Config& cfg) {
-  World w = connectWorld(nranks, uniqueJobTag(), cfg, [&](int r) { return allPeersOf(r, nranks); });
+  World w = connectWorld(Backend::kShm, nranks, uniqueJobTag(), cfg, [&](int r) { return allPeersOf(r, nranks); });
   ASSERT_TRUE(w.allOk()) << w.firstError();
   std::vector<Status> results(nranks);
   runRankThreads(nranks, [&](int rank) {
@@ -122,7 +127,7 @@ TEST(ShmTransport, FutexOnlyWaitsStillDeliver) {
   Config cfg = smallConfig(1024, 2);
   cfg.spinMicros = 0;
   cfg.yieldMicros = 0;
-  World w = connectWorld(2, uniqueJobTag(), cfg, pairPeers);
+  World w = connectWorld(Backend::kShm, 2, uniqueJobTag(), cfg, pairPeers);
   ASSERT_TRUE(w.allOk()) << w.firstError();
   std::vector<Status> results(2);
   runRankThreads(2, [&](int rank) {
@@ -142,7 +147,7 @@ TEST(ShmTransport, FutexOnlyWaitsStillDeliver) {
 // Each rank sends and receives at once (a sender and a receiver thread per rank).
 TEST(ShmTransport, BidirectionalSimultaneousTraffic) {
   Config cfg = smallConfig(8192, 3);
-  World w = connectWorld(2, uniqueJobTag(), cfg, pairPeers);
+  World w = connectWorld(Backend::kShm, 2, uniqueJobTag(), cfg, pairPeers);
   ASSERT_TRUE(w.allOk()) << w.firstError();
   constexpr int kChunks = 400;
   std::vector<Status> results(4);
@@ -165,7 +170,7 @@ double secondsSince(Clock::time_point start) {
 }
 
 TEST(ShmTransport, ReceiveTimesOutNamingThePeer) {
-  World w = connectWorld(2, uniqueJobTag(), smallConfig(), pairPeers);
+  World w = connectWorld(Backend::kShm, 2, uniqueJobTag(), smallConfig(), pairPeers);
   ASSERT_TRUE(w.allOk()) << w.firstError();
   const std::byte* data = nullptr;
   size_t bytes = 0;
@@ -180,7 +185,7 @@ TEST(ShmTransport, ReceiveTimesOutNamingThePeer) {
 
 TEST(ShmTransport, SendTimesOutWhenReceiverHoldsEverySlot) {
   Config cfg = smallConfig(4096, 3);
-  World w = connectWorld(2, uniqueJobTag(), cfg, pairPeers);
+  World w = connectWorld(Backend::kShm, 2, uniqueJobTag(), cfg, pairPeers);
   ASSERT_TRUE(w.allOk()) << w.firstError();
   SendConnection& tx = w.transports[1]->sendTo(0, transport::Protocol::kSimple);
   for (uint64_t c = 0; c < 3; ++c) ASSERT_TRUE(sendPatternChunk(tx, 1, 0, c, 10, waitFor(5)).isOk());
@@ -195,7 +200,7 @@ TEST(ShmTransport, SendTimesOutWhenReceiverHoldsEverySlot) {
 }
 
 TEST(ShmTransport, AbortFlagUnblocksAWait) {
-  World w = connectWorld(2, uniqueJobTag(), smallConfig(), pairPeers);
+  World w = connectWorld(Backend::kShm, 2, uniqueJobTag(), smallConfig(), pairPeers);
   ASSERT_TRUE(w.allOk()) << w.firstError();
   std::atomic<bool> abort{false};
   std::thread aborter([&] {
@@ -216,7 +221,7 @@ TEST(ShmTransport, AbortFlagUnblocksAWait) {
 
 TEST(ShmTransport, NoSegmentLeftInDevShmAfterConnectOrDestruction) {
   std::string tag = uniqueJobTag();
-  World w = connectWorld(4, tag, smallConfig(), [](int r) { return allPeersOf(r, 4); });
+  World w = connectWorld(Backend::kShm, 4, tag, smallConfig(), [](int r) { return allPeersOf(r, 4); });
   ASSERT_TRUE(w.allOk()) << w.firstError();
   EXPECT_TRUE(leftoverSegments(tag).empty()) << leftoverSegments(tag)[0];
   // The unlinked segments stay usable through the mappings.
@@ -233,7 +238,7 @@ TEST(ShmTransport, FileSegmentsInAnotherDirectoryWorkAndAreRemoved) {
   cfg.shmDir = dir + "/";
   std::string tag = uniqueJobTag();
   {
-    World w = connectWorld(3, tag, cfg, [](int r) { return allPeersOf(r, 3); });
+    World w = connectWorld(Backend::kShm, 3, tag, cfg, [](int r) { return allPeersOf(r, 3); });
     ASSERT_TRUE(w.allOk()) << w.firstError();
     EXPECT_TRUE(leftoverSegments(tag, dir).empty());
     EXPECT_TRUE(sendPatternChunk(w.transports[0]->sendTo(2, transport::Protocol::kSimple), 0, 2, 7, 2048, waitFor(5)).isOk());

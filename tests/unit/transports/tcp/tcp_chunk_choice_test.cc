@@ -4,11 +4,18 @@
 
 #include <cstdlib>
 
-#include "tests/unit/transports/tcp/tcp_test_util.h"
+#include "tests/unit/transports/shm/shm_test_util.h"
+#include "tests/unit/transports/transport_world.h"
 #include "transports/tcp/tcp_transport.h"
 
 namespace loom::testing::tcp {
 namespace {
+
+using transports::Backend;
+using transports::World;
+using transports::connectWorld;
+using transports::exchangeAll;
+using transports::tcpConfig;
 
 constexpr size_t kTwoMiB = size_t{2} << 20;
 
@@ -52,7 +59,7 @@ TEST(TcpChunkChoice, FromEnvMarksAnExplicitChunkSize) {
 // 2 slots under the 4 MiB budget, more than the socket buffers take at once)
 // must cross intact and in order, several times around the ring.
 TEST(TcpChunkChoice, FullTwoMiBChunksCrossIntact) {
-  TcpWorld world = connectTcpWorld(2, loopbackConfig(kTwoMiB, 4, 2));
+  World world = connectWorld(Backend::kTcp, 2, shm::uniqueJobTag(), tcpConfig(kTwoMiB, 4, 2));
   ASSERT_EQ(world.firstError(), "");
   EXPECT_EQ(world.transports[0]->sendTo(1, transport::Protocol::kSimple).chunkBytes(), kTwoMiB);
   EXPECT_EQ(world.transports[1]->recvFrom(0, transport::Protocol::kSimple).chunkBytes(), kTwoMiB);

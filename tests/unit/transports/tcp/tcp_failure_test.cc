@@ -10,43 +10,23 @@
 
 #include "tests/unit/transports/shm/shm_fork_harness.h"
 #include "tests/unit/transports/shm/shm_test_util.h"
-#include "tests/unit/transports/tcp/tcp_test_util.h"
-#include "transports/tcp/tcp_transport.h"
+#include "tests/unit/transports/transport_world.h"
 
 namespace loom::testing::tcp {
 namespace {
 
-// In a forked rank: a TCP transport connected with the other rank.
-std::string connectTcp(bootstrap::Bootstrap& boot, int rank, const Config& cfg,
-                       std::vector<transport::PeerInfo>& peers, std::unique_ptr<transport::Transport>* out) {
-  peers.assign(2, {});
-  for (int r = 0; r < 2; ++r) {
-    peers[static_cast<size_t>(r)].rank = r;
-    std::snprintf(peers[static_cast<size_t>(r)].hostName, sizeof peers[0].hostName, "forkhost%d", r);
-  }
-  transport::SetupContext ctx;
-  ctx.rank = rank;
-  ctx.nranks = 2;
-  ctx.peers = &peers;
-  ctx.jobTag = "tcpfail";
-  ctx.config = &cfg;
-  ctx.bootstrap = &boot;
-  ctx.wait = shm::waitFor(20);
-  auto t = transport::tcpTransportFactory().create();
-  Status s = t->connect(ctx, {1 - rank});
-  if (!s.isOk()) return "connect: " + s.message();
-  *out = std::move(t);
-  return "";
-}
+using transports::Backend;
+using transports::connectForkedRank;
+using transports::tcpConfig;
 
 bool names(const std::string& message, const std::string& what) { return message.find(what) != std::string::npos; }
 
 TEST(TcpFailure, PeerExitingMidStreamFailsTheReceiverNamingIt) {
-  const Config cfg = loopbackConfig(64 << 10, 4, 2);
+  const Config cfg = tcpConfig(64 << 10, 4, 2);
   auto codes = shm::runForkedRanks(2, [&](int rank, bootstrap::Bootstrap& boot) -> std::string {
     std::vector<transport::PeerInfo> peers;
     std::unique_ptr<transport::Transport> t;
-    if (auto e = connectTcp(boot, rank, cfg, peers, &t); !e.empty()) return e;
+    if (auto e = connectForkedRank(Backend::kTcp, boot, rank, 2, "tcpfail", cfg, peers, &t); !e.empty()) return e;
     if (rank == 1) {
       for (uint64_t c = 0; c < 3; ++c) {
         Status s = shm::sendPatternChunk(t->sendTo(0, transport::Protocol::kSimple), 1, 0, c, 1000, shm::waitFor(5));
@@ -75,11 +55,11 @@ TEST(TcpFailure, PeerExitingMidStreamFailsTheReceiverNamingIt) {
 }
 
 TEST(TcpFailure, PeerResetWhileSendingFailsTheSenderNamingIt) {
-  const Config cfg = loopbackConfig(1 << 20, 4, 2);
+  const Config cfg = tcpConfig(1 << 20, 4, 2);
   auto codes = shm::runForkedRanks(2, [&](int rank, bootstrap::Bootstrap& boot) -> std::string {
     std::vector<transport::PeerInfo> peers;
     std::unique_ptr<transport::Transport> t;
-    if (auto e = connectTcp(boot, rank, cfg, peers, &t); !e.empty()) return e;
+    if (auto e = connectForkedRank(Backend::kTcp, boot, rank, 2, "tcpfail", cfg, peers, &t); !e.empty()) return e;
     if (rank == 1) {
       std::this_thread::sleep_for(std::chrono::milliseconds(300));  // unread data piles up
       _exit(0);  // closing with unread data sends a reset
@@ -102,11 +82,11 @@ TEST(TcpFailure, PeerResetWhileSendingFailsTheSenderNamingIt) {
 }
 
 TEST(TcpFailure, OrderlyCloseIsNotAFailure) {
-  const Config cfg = loopbackConfig(4096, 2, 2);
+  const Config cfg = tcpConfig(4096, 2, 2);
   auto codes = shm::runForkedRanks(2, [&](int rank, bootstrap::Bootstrap& boot) -> std::string {
     std::vector<transport::PeerInfo> peers;
     std::unique_ptr<transport::Transport> t;
-    if (auto e = connectTcp(boot, rank, cfg, peers, &t); !e.empty()) return e;
+    if (auto e = connectForkedRank(Backend::kTcp, boot, rank, 2, "tcpfail", cfg, peers, &t); !e.empty()) return e;
     if (rank == 1) {
       Status s = shm::sendPatternChunk(t->sendTo(0, transport::Protocol::kSimple), 1, 0, 0, 100, shm::waitFor(5));
       if (!s.isOk()) return s.message();

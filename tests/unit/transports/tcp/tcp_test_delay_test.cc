@@ -7,10 +7,17 @@
 #include <chrono>
 
 #include "common/wait.h"
-#include "tests/unit/transports/tcp/tcp_test_util.h"
+#include "tests/unit/transports/shm/shm_test_util.h"
+#include "tests/unit/transports/transport_world.h"
 
 namespace loom::testing::tcp {
 namespace {
+
+using transports::Backend;
+using transports::World;
+using transports::connectWorld;
+using transports::exchangeAll;
+using transports::tcpConfig;
 
 using Clock = std::chrono::steady_clock;
 
@@ -24,7 +31,7 @@ WaitContext waitFor(double seconds) {
 
 // Commits `chunks` chunks from rank 0 to rank 1 at once, then returns the
 // seconds until rank 1 has all of them.
-double deliverySeconds(TcpWorld& world, int chunks) {
+double deliverySeconds(World& world, int chunks) {
   auto& send = world.transports[0]->sendTo(1, transport::Protocol::kSimple);
   auto& recv = world.transports[1]->recvFrom(0, transport::Protocol::kSimple);
   const auto start = Clock::now();
@@ -48,9 +55,9 @@ double deliverySeconds(TcpWorld& world, int chunks) {
 TEST(TcpTestDelay, EveryChunkIsHeldForTheDelayAndChunksStayPipelined) {
   constexpr int kDelayUs = 100000;  // 0.1 s: far above scheduling noise
   constexpr int kChunks = 8;
-  Config config = loopbackConfig(4096, kChunks, 2);
+  Config config = tcpConfig(4096, kChunks, 2);
   config.tcpTestDelayMicros = kDelayUs;
-  TcpWorld world = connectTcpWorld(2, config);
+  World world = connectWorld(Backend::kTcp, 2, shm::uniqueJobTag(), config);
   ASSERT_EQ(world.firstError(), "");
   const double one = deliverySeconds(world, 1);
   EXPECT_GE(one, kDelayUs * 1e-6);
@@ -61,9 +68,9 @@ TEST(TcpTestDelay, EveryChunkIsHeldForTheDelayAndChunksStayPipelined) {
 }
 
 TEST(TcpTestDelay, OffByDefault) {
-  Config config = loopbackConfig(4096, 4, 1);
+  Config config = tcpConfig(4096, 4, 1);
   EXPECT_EQ(config.tcpTestDelayMicros, 0);
-  TcpWorld world = connectTcpWorld(2, config);
+  World world = connectWorld(Backend::kTcp, 2, shm::uniqueJobTag(), config);
   ASSERT_EQ(world.firstError(), "");
   EXPECT_LT(deliverySeconds(world, 1), 0.09);  // well below the delayed case's 0.1 s
 }

@@ -9,10 +9,16 @@
 #include <thread>
 
 #include "tests/unit/transports/shm/shm_test_util.h"
-#include "tests/unit/transports/tcp/tcp_test_util.h"
+#include "tests/unit/transports/transport_world.h"
 
 namespace loom::testing::tcp {
 namespace {
+
+using transports::Backend;
+using transports::World;
+using transports::connectWorld;
+using transports::exchangeAll;
+using transports::tcpConfig;
 
 struct TrafficCase {
   const char* name;
@@ -30,7 +36,7 @@ class TcpTraffic : public ::testing::TestWithParam<TrafficCase> {};
 
 TEST_P(TcpTraffic, EveryChunkArrivesIntactAndInOrder) {
   const TrafficCase& tc = GetParam();
-  TcpWorld world = connectTcpWorld(tc.nranks, loopbackConfig(tc.chunkBytes, tc.slots, tc.sockets));
+  World world = connectWorld(Backend::kTcp, tc.nranks, shm::uniqueJobTag(), tcpConfig(tc.chunkBytes, tc.slots, tc.sockets));
   ASSERT_EQ(world.firstError(), "");
   auto bytesOf = [&](int src, int dst, uint64_t chunk) -> size_t {
     if (tc.sizeMode == 1) return tc.chunkBytes;
@@ -52,7 +58,7 @@ INSTANTIATE_TEST_SUITE_P(
     [](const ::testing::TestParamInfo<TrafficCase>& info) { return std::string(info.param.name); });
 
 TEST(TcpConnection, BlockingAcquireDeliversAcrossThreads) {
-  TcpWorld world = connectTcpWorld(2, loopbackConfig(8192, 2, 2));
+  World world = connectWorld(Backend::kTcp, 2, shm::uniqueJobTag(), tcpConfig(8192, 2, 2));
   ASSERT_EQ(world.firstError(), "");
   constexpr uint64_t kChunks = 200;
   std::thread sender([&] {
@@ -71,7 +77,7 @@ TEST(TcpConnection, BlockingAcquireDeliversAcrossThreads) {
 }
 
 TEST(TcpConnection, ReceiveWithNothingSentTimesOutNamingThePeer) {
-  TcpWorld world = connectTcpWorld(2, loopbackConfig(4096, 2, 2));
+  World world = connectWorld(Backend::kTcp, 2, shm::uniqueJobTag(), tcpConfig(4096, 2, 2));
   ASSERT_EQ(world.firstError(), "");
   const std::byte* data = nullptr;
   size_t bytes = 0;
@@ -87,7 +93,7 @@ TEST(TcpConnection, ReceiveWithNothingSentTimesOutNamingThePeer) {
 }
 
 TEST(TcpConnection, AbortWakesAWaitingReceiver) {
-  TcpWorld world = connectTcpWorld(2, loopbackConfig(4096, 2, 2));
+  World world = connectWorld(Backend::kTcp, 2, shm::uniqueJobTag(), tcpConfig(4096, 2, 2));
   ASSERT_EQ(world.firstError(), "");
   std::atomic<bool> abort{false};
   std::thread aborter([&] {
@@ -108,7 +114,7 @@ TEST(TcpConnection, AbortWakesAWaitingReceiver) {
 
 TEST(TcpConnection, SenderBlocksWhenReceiverHoldsEverythingThenResumes) {
   // Small socket buffers are still megabytes, so push enough to fill them.
-  TcpWorld world = connectTcpWorld(2, loopbackConfig(1 << 20, 2, 1));
+  World world = connectWorld(Backend::kTcp, 2, shm::uniqueJobTag(), tcpConfig(1 << 20, 2, 1));
   ASSERT_EQ(world.firstError(), "");
   auto& send = world.transports[0]->sendTo(1, transport::Protocol::kSimple);
   uint64_t committed = 0;
@@ -138,7 +144,7 @@ TEST(TcpConnection, SenderBlocksWhenReceiverHoldsEverythingThenResumes) {
 }
 
 TEST(TcpConnection, UnconnectedPeerAndLLAreClearErrors) {
-  TcpWorld world = connectTcpWorld(2, loopbackConfig(4096, 2, 2));
+  World world = connectWorld(Backend::kTcp, 2, shm::uniqueJobTag(), tcpConfig(4096, 2, 2));
   ASSERT_EQ(world.firstError(), "");
   EXPECT_FALSE(world.transports[0]->supports(transport::Protocol::kLL));
   std::byte* slot = nullptr;
@@ -149,9 +155,9 @@ TEST(TcpConnection, UnconnectedPeerAndLLAreClearErrors) {
 }
 
 TEST(TcpConnection, NoMatchingInterfaceFailsEveryRankNamingTheSpec) {
-  Config c = loopbackConfig(4096, 2, 2);
+  Config c = tcpConfig(4096, 2, 2);
   c.socketIfname = "=no-such-interface0";
-  TcpWorld world = connectTcpWorld(2, c);
+  World world = connectWorld(Backend::kTcp, 2, shm::uniqueJobTag(), c);
   ASSERT_FALSE(world.statuses[0].isOk());
   ASSERT_FALSE(world.statuses[1].isOk());
   EXPECT_NE(world.statuses[0].message().find("no-such-interface0"), std::string::npos) << world.statuses[0].message();

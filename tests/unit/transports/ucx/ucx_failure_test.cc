@@ -13,10 +13,15 @@
 
 #include "tests/unit/transports/shm/shm_fork_harness.h"
 #include "tests/unit/transports/shm/shm_test_util.h"
-#include "tests/unit/transports/ucx/ucx_test_util.h"
+#include "tests/unit/transports/transport_world.h"
 
 namespace loom::testing::ucx {
 namespace {
+
+using transports::Backend;
+using transports::connectForkedRank;
+using transports::ucxConfig;
+using transports::useUcxTransports;
 
 bool names(const std::string& message, const std::string& what) { return message.find(what) != std::string::npos; }
 
@@ -40,7 +45,7 @@ TEST_P(UcxFailure, PeerKilledMidStreamFailsTheReceiverNamingIt) {
   auto codes = shm::runForkedRanks(2, [&](int rank, bootstrap::Bootstrap& boot) -> std::string {
     std::vector<transport::PeerInfo> peers;
     std::unique_ptr<transport::Transport> t;
-    if (auto e = connectForked(boot, rank, 2, cfg, peers, &t); !e.empty()) return e;
+    if (auto e = connectForkedRank(Backend::kUcx, boot, rank, 2, "ucxfail", cfg, peers, &t); !e.empty()) return e;
     if (rank == 1) {
       for (uint64_t c = 0; c < 3; ++c) {
         Status s = shm::sendPatternChunk(t->sendTo(0, transport::Protocol::kSimple), 1, 0, c, 1000, shm::waitFor(5));
@@ -80,7 +85,7 @@ TEST_P(UcxFailure, OrderlyCloseIsNotAFailure) {
     const int threadsBefore = threadCount();
     std::vector<transport::PeerInfo> peers;
     std::unique_ptr<transport::Transport> t;
-    if (auto e = connectForked(boot, rank, 2, cfg, peers, &t); !e.empty()) return e;
+    if (auto e = connectForkedRank(Backend::kUcx, boot, rank, 2, "ucxfail", cfg, peers, &t); !e.empty()) return e;
     if (rank == 1) {
       Status s = shm::sendPatternChunk(t->sendTo(0, transport::Protocol::kSimple), 1, 0, 0, 100, shm::waitFor(5));
       if (!s.isOk()) return s.message();

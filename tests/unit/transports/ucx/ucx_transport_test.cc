@@ -11,10 +11,17 @@
 
 #include "tests/unit/transports/shm/shm_test_util.h"
 #include "transports/ucx/ucx_transport.h"
-#include "tests/unit/transports/ucx/ucx_test_util.h"
+#include "tests/unit/transports/transport_world.h"
 
 namespace loom::testing::ucx {
 namespace {
+
+using transports::Backend;
+using transports::World;
+using transports::connectWorld;
+using transports::exchangeAll;
+using transports::ucxConfig;
+using transports::useUcxTransports;
 
 struct TrafficCase {
   const char* name;
@@ -33,14 +40,14 @@ class UcxTraffic : public ::testing::TestWithParam<TrafficCase> {};
 TEST_P(UcxTraffic, EveryChunkArrivesIntactAndInOrder) {
   const TrafficCase& tc = GetParam();
   useUcxTransports(tc.tls);
-  World world = connectUcxWorld(tc.nranks, ucxConfig(tc.chunkBytes, tc.slots));
+  World world = connectWorld(Backend::kUcx, tc.nranks, shm::uniqueJobTag(), ucxConfig(tc.chunkBytes, tc.slots));
   ASSERT_EQ(world.firstError(), "");
   auto bytesOf = [&](int src, int dst, uint64_t chunk) -> size_t {
     if (tc.sizeMode == 1) return tc.chunkBytes;
     if (tc.sizeMode == 2) return static_cast<size_t>((chunk + static_cast<uint64_t>(src) * 3 + dst) % 9);
     return shm::chunkSizeFor(src, dst, chunk, tc.chunkBytes);
   };
-  auto problems = tcp::exchangeAll(world, tc.chunks, bytesOf, 30);
+  auto problems = exchangeAll(world, tc.chunks, bytesOf, 30);
   for (int r = 0; r < tc.nranks; ++r) EXPECT_EQ(problems[static_cast<size_t>(r)], "") << "rank " << r;
 }
 
@@ -62,7 +69,7 @@ class UcxConnection : public ::testing::TestWithParam<const char*> {
 };
 
 TEST_P(UcxConnection, BlockingAcquireDeliversAcrossThreads) {
-  World world = connectUcxWorld(2, ucxConfig(8192, 2));
+  World world = connectWorld(Backend::kUcx, 2, shm::uniqueJobTag(), ucxConfig(8192, 2));
   ASSERT_EQ(world.firstError(), "");
   constexpr uint64_t kChunks = 300;
   std::thread sender([&] {
@@ -86,7 +93,7 @@ TEST_P(UcxConnection, CreditsStopTheSenderAtTwiceTheSlotsThenItResumes) {
   // Whatever UCX's eager/rendezvous choice, exactly 2 x slots get committed.
   constexpr int kSlots = 3;
   constexpr size_t kChunk = 2048;  // eager: only credits can stop the sender
-  World world = connectUcxWorld(2, ucxConfig(kChunk, kSlots));
+  World world = connectWorld(Backend::kUcx, 2, shm::uniqueJobTag(), ucxConfig(kChunk, kSlots));
   ASSERT_EQ(world.firstError(), "");
   auto& send = world.transports[0]->sendTo(1, transport::Protocol::kSimple);
   uint64_t committed = 0;
@@ -118,7 +125,7 @@ TEST_P(UcxConnection, CreditsStopTheSenderAtTwiceTheSlotsThenItResumes) {
 }
 
 TEST_P(UcxConnection, ReceiveWithNothingSentTimesOutNamingThePeer) {
-  World world = connectUcxWorld(2, ucxConfig(4096, 2));
+  World world = connectWorld(Backend::kUcx, 2, shm::uniqueJobTag(), ucxConfig(4096, 2));
   ASSERT_EQ(world.firstError(), "");
   const std::byte* data = nullptr;
   size_t bytes = 0;
@@ -134,7 +141,7 @@ TEST_P(UcxConnection, ReceiveWithNothingSentTimesOutNamingThePeer) {
 }
 
 TEST_P(UcxConnection, AbortWakesAWaitingReceiver) {
-  World world = connectUcxWorld(2, ucxConfig(4096, 2));
+  World world = connectWorld(Backend::kUcx, 2, shm::uniqueJobTag(), ucxConfig(4096, 2));
   ASSERT_EQ(world.firstError(), "");
   std::atomic<bool> abort{false};
   std::thread aborter([&] {
@@ -154,7 +161,7 @@ TEST_P(UcxConnection, AbortWakesAWaitingReceiver) {
 }
 
 TEST_P(UcxConnection, UnconnectedPeerAndLLAreClearErrors) {
-  World world = connectUcxWorld(2, ucxConfig(4096, 2));
+  World world = connectWorld(Backend::kUcx, 2, shm::uniqueJobTag(), ucxConfig(4096, 2));
   ASSERT_EQ(world.firstError(), "");
   EXPECT_FALSE(world.transports[0]->supports(transport::Protocol::kLL));
   EXPECT_STREQ(world.transports[0]->name(), "ucx");
@@ -168,7 +175,7 @@ TEST_P(UcxConnection, UnconnectedPeerAndLLAreClearErrors) {
 }
 
 TEST_P(UcxConnection, MismatchedChunkSizeFailsEveryRankAtTheHello) {
-  World world = connectUcxWorld(2, ucxConfig(4096, 2), [](int rank) { return ucxConfig(rank == 0 ? 4096 : 8192, 2); });
+  World world = connectWorld(Backend::kUcx, 2, shm::uniqueJobTag(), ucxConfig(4096, 2), nullptr, [](int rank) { return ucxConfig(rank == 0 ? 4096 : 8192, 2); });
   ASSERT_FALSE(world.statuses[0].isOk());
   ASSERT_FALSE(world.statuses[1].isOk());
   for (int r = 0; r < 2; ++r)

@@ -11,10 +11,16 @@
 #include "algorithms/ring.h"
 #include "tests/unit/transports/shm/shm_test_util.h"
 #include "tests/support/rank_threads.h"
-#include "tests/unit/transports/verbs/verbs_test_util.h"
+#include "tests/unit/transports/transport_world.h"
+#include "transports/verbs/emulated_verbs.h"
 
 namespace loom::testing::verbs {
 namespace {
+
+using transports::Backend;
+using transports::World;
+using transports::connectWorld;
+using transports::verbsConfig;
 
 // Links of one rank: every peer through its verbs transport.
 class VerbsLinks final : public algo::Links {
@@ -32,7 +38,7 @@ int64_t valueOf(int rank, size_t i, int call) {
 }
 
 // Runs `fn(ctx)` on every rank at once and returns the per-rank statuses.
-std::vector<Status> runOnAll(VerbsWorld& world, size_t chunkBytes,
+std::vector<Status> runOnAll(World& world, size_t chunkBytes,
                              const std::function<Status(const algo::AlgoContext&)>& fn) {
   const int n = static_cast<int>(world.transports.size());
   std::vector<Status> results(static_cast<size_t>(n));
@@ -53,7 +59,7 @@ std::vector<Status> runOnAll(VerbsWorld& world, size_t chunkBytes,
 TEST(VerbsAlgorithms, RingAllReduceMatchesPlainSums) {
   const size_t chunk = 4096;
   for (int n : {2, 3, 4}) {
-    auto world = connectVerbsWorld(n, verbsConfig(chunk, 4));
+    auto world = connectWorld(Backend::kVerbs, n, shm::uniqueJobTag(), verbsConfig(chunk, 4));
     ASSERT_EQ(world.firstError(), "");
     int call = 0;
     for (size_t count : {size_t{1}, size_t{1000}, size_t{4099}, size_t{30000}}) {
@@ -91,7 +97,7 @@ TEST(VerbsAlgorithms, RingAllReduceMatchesPlainSums) {
 TEST(VerbsAlgorithms, RingAllGatherPlacesEveryRanksBlock) {
   const size_t chunk = 4096;
   const int n = 3;
-  auto world = connectVerbsWorld(n, verbsConfig(chunk, 2));
+  auto world = connectWorld(Backend::kVerbs, n, shm::uniqueJobTag(), verbsConfig(chunk, 2));
   ASSERT_EQ(world.firstError(), "");
   const size_t count = 2500;  // floats per rank: several chunks, the last partial
   std::vector<std::vector<float>> in(n), out(n, std::vector<float>(count * n, -1.0f));
@@ -111,7 +117,7 @@ TEST(VerbsAlgorithms, RingAllGatherPlacesEveryRanksBlock) {
 }
 
 TEST(VerbsAlgorithms, AllReduceOverADeadPeerFailsEveryWaitingRankInTime) {
-  auto world = connectVerbsWorld(3, verbsConfig(4096, 2));
+  auto world = connectWorld(Backend::kVerbs, 3, shm::uniqueJobTag(), verbsConfig(4096, 2));
   ASSERT_EQ(world.firstError(), "");
   world.fabric->killDevice(2);
   const size_t count = 20000;

@@ -11,10 +11,17 @@
 #include "tests/support/local_bootstrap.h"
 #include "tests/support/rank_threads.h"
 #include "transports/verbs/verbs_transport.h"
-#include "tests/unit/transports/verbs/verbs_test_util.h"
+#include "tests/unit/transports/transport_world.h"
+#include "transports/verbs/emulated_verbs.h"
 
 namespace loom::testing::verbs {
 namespace {
+
+using transports::Backend;
+using transports::World;
+using transports::connectWorld;
+using transports::verbsConfig;
+using transports::exchangeAll;
 
 using transport::Protocol;
 using transport::verbs::QpState;
@@ -25,7 +32,7 @@ double secondsSince(std::chrono::steady_clock::time_point t) {
 
 TEST(VerbsSetup, EveryQueuePairReachesRtsAndTeardownReleasesAll) {
   const int n = 3;
-  auto world = connectVerbsWorld(n, verbsConfig(4096, 4));
+  auto world = connectWorld(Backend::kVerbs, n, shm::uniqueJobTag(), verbsConfig(4096, 4));
   ASSERT_EQ(world.firstError(), "");
   auto fabric = world.fabric;
   EXPECT_EQ(fabric->liveQueuePairs(), n * (n - 1));
@@ -79,7 +86,7 @@ TEST(VerbsSetup, SingleHostJobDoesNotExchangeAnything) {
 TEST(VerbsFifo, ChunksOfEverySizeArriveInOrderThroughWrapAround) {
   for (int n : {2, 3}) {
     const size_t chunk = 4096;
-    auto world = connectVerbsWorld(n, verbsConfig(chunk, 3));
+    auto world = connectWorld(Backend::kVerbs, n, shm::uniqueJobTag(), verbsConfig(chunk, 3));
     ASSERT_EQ(world.firstError(), "");
     std::atomic<int> zeros{0}, fulls{0};
     auto sizeOf = [&](int src, int dst, uint64_t c) {
@@ -100,7 +107,7 @@ TEST(VerbsFifo, ChunksOfEverySizeArriveInOrderThroughWrapAround) {
 
 TEST(VerbsFifo, CreditsHoldTheSenderUntilTheReceiverReleases) {
   const int slots = 3;
-  auto world = connectVerbsWorld(2, verbsConfig(1024, slots));
+  auto world = connectWorld(Backend::kVerbs, 2, shm::uniqueJobTag(), verbsConfig(1024, slots));
   ASSERT_EQ(world.firstError(), "");
   auto& tx = world.transports[0]->sendTo(1, Protocol::kSimple);
   auto& rx = world.transports[1]->recvFrom(0, Protocol::kSimple);
@@ -156,7 +163,7 @@ TEST(VerbsFifo, CreditsHoldTheSenderUntilTheReceiverReleases) {
 }
 
 TEST(VerbsErrors, BadRkeyFailsBothSidesNamingThePeer) {
-  auto world = connectVerbsWorld(2, verbsConfig(1024, 2));
+  auto world = connectWorld(Backend::kVerbs, 2, shm::uniqueJobTag(), verbsConfig(1024, 2));
   ASSERT_EQ(world.firstError(), "");
   world.fabric->revokeRemoteAccess(1);
   auto& tx = world.transports[0]->sendTo(1, Protocol::kSimple);
@@ -181,7 +188,7 @@ TEST(VerbsErrors, BadRkeyFailsBothSidesNamingThePeer) {
 }
 
 TEST(VerbsErrors, DeadPeerFailsAWaitingReceiverWellBeforeTheDeadline) {
-  auto world = connectVerbsWorld(3, verbsConfig(1024, 2));
+  auto world = connectWorld(Backend::kVerbs, 3, shm::uniqueJobTag(), verbsConfig(1024, 2));
   ASSERT_EQ(world.firstError(), "");
   std::thread killer([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -214,7 +221,7 @@ TEST(VerbsErrors, DeadPeerFailsAWaitingReceiverWellBeforeTheDeadline) {
 }
 
 TEST(VerbsErrors, DeadReceiverFailsASenderWaitingForCredits) {
-  auto world = connectVerbsWorld(2, verbsConfig(1024, 2));
+  auto world = connectWorld(Backend::kVerbs, 2, shm::uniqueJobTag(), verbsConfig(1024, 2));
   ASSERT_EQ(world.firstError(), "");
   auto& tx = world.transports[0]->sendTo(1, Protocol::kSimple);
   std::byte* slot = nullptr;
@@ -232,7 +239,7 @@ TEST(VerbsErrors, DeadReceiverFailsASenderWaitingForCredits) {
 }
 
 TEST(VerbsWaits, AbortEndsAWaitPromptly) {
-  auto world = connectVerbsWorld(2, verbsConfig(1024, 2));
+  auto world = connectWorld(Backend::kVerbs, 2, shm::uniqueJobTag(), verbsConfig(1024, 2));
   ASSERT_EQ(world.firstError(), "");
   std::atomic<bool> abort{false};
   std::thread aborter([&] {
@@ -250,7 +257,7 @@ TEST(VerbsWaits, AbortEndsAWaitPromptly) {
 }
 
 TEST(VerbsWaits, SilenceEndsInTimeoutNamingThePeer) {
-  auto world = connectVerbsWorld(2, verbsConfig(1024, 2));
+  auto world = connectWorld(Backend::kVerbs, 2, shm::uniqueJobTag(), verbsConfig(1024, 2));
   ASSERT_EQ(world.firstError(), "");
   const std::byte* data = nullptr;
   size_t bytes = 0;
@@ -264,7 +271,7 @@ TEST(VerbsWaits, SilenceEndsInTimeoutNamingThePeer) {
 }
 
 TEST(VerbsErrors, OrderlyCloseIsReportedButIsNotAPeerFailure) {
-  auto world = connectVerbsWorld(2, verbsConfig(1024, 2));
+  auto world = connectWorld(Backend::kVerbs, 2, shm::uniqueJobTag(), verbsConfig(1024, 2));
   ASSERT_EQ(world.firstError(), "");
   // A chunk committed just before destruction is still delivered.
   auto& tx = world.transports[0]->sendTo(1, Protocol::kSimple);
@@ -286,7 +293,7 @@ TEST(VerbsErrors, OrderlyCloseIsReportedButIsNotAPeerFailure) {
 }
 
 TEST(VerbsFifo, MisuseIsReportedNotIgnored) {
-  auto world = connectVerbsWorld(2, verbsConfig(1024, 2));
+  auto world = connectWorld(Backend::kVerbs, 2, shm::uniqueJobTag(), verbsConfig(1024, 2));
   ASSERT_EQ(world.firstError(), "");
   auto& tx = world.transports[0]->sendTo(1, Protocol::kSimple);
   tx.commit(10);  // without acquire
