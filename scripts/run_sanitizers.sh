@@ -3,7 +3,7 @@
 #   scripts/run_sanitizers.sh [asan|tsan|all]      (default: all)
 #
 #   asan: AddressSanitizer + UndefinedBehaviorSanitizer (+ LeakSanitizer) over
-#         every unit test (tests/unit/*) and a reduced integration matrix:
+#         every unit and fault test (tests/unit, tests/faults) and a reduced integration matrix:
 #         threads and processes at 1-4 ranks with the default rotating 4M+3
 #         case (tests/sanitizers/CMakeLists.txt). Build: build-asan.
 #   tsan: ThreadSanitizer over the progress engine (executor, streams, groups,
@@ -76,7 +76,8 @@ run_asan() {
     export LD_PRELOAD=$pciaccess
     ASAN_OPTIONS+=":verify_asan_link_order=0"
   fi
-  # tests/ holds tests/unit/* and tests/integration; the full integration
+  # tests/ holds tests/unit, tests/faults, tests/fuzz/regression and
+  # tests/integration (not tests/unit/shim/nccl: shim/nccl adds it); the full integration
   # entries give way to the reduced matrix below.
   # Left out: the torch backend's tests (Python loads the module, which is not
   # built here, and an instrumented one needs the ASan runtime preloaded into
