@@ -63,7 +63,7 @@ LAYERS = [
     ("examples", ["examples/"], ["public", "ddp"], ["train_demo"]),
     ("perf", ["perf/"], ["public", "ddp", "kernels"],
      ["loom_perf_base", "loom_perf_common", "ddp_bench", "reduce_kernels_bench"]),
-    ("tests", ["tests/", "shim/nccl/tests/", "perf/tests/"], None, []),
+    ("tests", ["tests/"], None, []),
 ]
 
 # Layers whose headers other layers may include only in part: the layer's

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fuzzes every parser of untrusted input for a bounded time (issue 7).
+# Fuzzes every parser of untrusted input for a bounded time.
 #
 #   bash scripts/run_fuzz.sh [seconds-per-target]   # default 12
 #   bash scripts/run_fuzz.sh --update-corpus [secs]  # also merge new, minimized inputs into the corpus

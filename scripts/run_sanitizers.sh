@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The sanitizer jobs of CI (issue 7, point 6). Usage:
+# The sanitizer jobs (ASan+UBSan, TSan) of scripts/run_tests.sh. Usage:
 #   scripts/run_sanitizers.sh [asan|tsan|all]      (default: all)
 #
 #   asan: AddressSanitizer + UndefinedBehaviorSanitizer (+ LeakSanitizer) over

@@ -1,4 +1,4 @@
-// Which backend serves each pair of ranks (issue 4, point 5).
+// Which backend serves each pair of ranks.
 //
 // Preference, fixed by name: shm (same host), ib (verbs), ucx, tcp. A backend
 // serves a pair when it is the first in that order that BOTH ranks are

@@ -1,5 +1,5 @@
 // loomCommAbort while another thread is inside a call on the same
-// communicator (issue 7, point 1), as NCCL allows: a watchdog thread aborts
+// communicator, as NCCL allows: a watchdog thread aborts
 // to unblock a hung call. The blocked call must return promptly with
 // loomRemoteError saying the communicator was aborted, nothing may touch the
 // freed handle (run this test under AddressSanitizer too), later calls must

@@ -1,4 +1,4 @@
-// Regression tests for the parser bugs the issue-7 audit and the fuzzers
+// Regression tests for the parser bugs review and the fuzzers
 // (tests/fuzz) found; each case failed before its fix.
 #include <gtest/gtest.h>
 

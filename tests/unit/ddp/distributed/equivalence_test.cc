@@ -1,4 +1,4 @@
-// Issue 6, point 7: N ranks with per-rank batch B/N reach the same parameters
+// Data-parallel equivalence: N ranks with per-rank batch B/N reach the same parameters
 // as one rank with batch B after k steps, for plain DDP, with the fp16 and
 // bf16 hooks (looser tolerance), and with ZeRO stages 1 and 2. The model is
 // the demo's Mlp; the one-rank reference trains the same Mlp locally (no
