@@ -260,7 +260,7 @@ TEST(FlightRecorder, AbortDumpListsTheCollectivesRun) {
 }
 
 // Blocking calls run on the caller's thread, recorded in one step
-// (comm_blocking.cc), unless queued work is ahead of them: either way the
+// (src/comm/op_runner.cc), unless queued work is ahead of them: either way the
 // record keeps call order, and every entry has its times and algorithm.
 TEST(FlightRecorder, BlockingCallsAroundQueuedOnesAreRecordedInCallOrder) {
   const std::string dir = makeTempDir();
@@ -308,7 +308,7 @@ TEST(FlightRecorder, BlockingCallsAroundQueuedOnesAreRecordedInCallOrder) {
 }
 
 // The blocking path skips the second clock read of a small operation whose
-// waits all ended within their first polls (comm_blocking.cc). A rank that
+// waits all ended within their first polls (src/comm/op_runner.cc). A rank that
 // waited for a late peer must still show the wait in its end time.
 TEST(FlightRecorder, BlockingCallRecordsTheTimeSpentWaitingForALatePeer) {
   const std::string dir = makeTempDir();
