@@ -2,8 +2,9 @@
 // registry or other work (fused send/recv, barrier), blocking or queued on a
 // stream, on host or device buffers, exploring candidates under online
 // tuning or not. One sequence of steps serves them all, so none can skip one:
-//   1. a refused call (aborted or failed communicator) fails at once;
-//   2. waits for the CUDA stream's earlier work and the stream predecessor;
+//   1. after the CUDA stream's earlier work (CUDA-bound streams), a refused
+//      call (aborted or failed communicator) fails at once;
+//   2. the wait for the stream predecessor;
 //   3. the plan: algorithm, protocol and the AlgoContext it runs in;
 //   4. diagnostics: the last-algorithm record, LOOM_TRACE, the flight
 //      recorder's choice and LOOM_CHECK's exchange, before any data moves;
