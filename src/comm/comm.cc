@@ -72,8 +72,8 @@ Result<std::unique_ptr<Communicator>> Communicator::create(const bootstrap::Uniq
        transport::defaultVerbsRdmaNetwork()},
       comm->log_);
   comm->executor_ = std::make_unique<Executor>();
-  comm->blockingShortcut_ = !comm->devices_ && comm->diag_->recordsInOneStep() &&
-                            !comm->log_.enabled(LogLevel::kTrace, kSubsysColl);
+  comm->runner_.setOneStepRecords(!comm->devices_ && comm->diag_->recordsInOneStep() &&
+                                  !comm->log_.enabled(LogLevel::kTrace, kSubsysColl));
   if (rank == 0)
     LOOM_INFO(comm->log_, kSubsysInit, "Loom %d.%d.%d, reduction kernels: %s", LOOM_MAJOR,
               LOOM_MINOR, LOOM_PATCH, kernels::isaName(kernels::activeIsa()));
@@ -86,16 +86,6 @@ Result<std::unique_ptr<Communicator>> Communicator::create(const bootstrap::Uniq
 WaitContext Communicator::makeWait() const {
   // The coarse clock serves deadlines of a second or more (Deadline::after).
   return makeWait(config_.timeoutSeconds >= 1.0 ? coarseMonotonicNanos() : 0);
-}
-
-WaitContext Communicator::makeWait(int64_t coarseNowNanos) const {
-  WaitContext wait;
-  wait.deadline = Deadline::afterCoarse(coarseNowNanos, config_.timeoutSeconds);
-  wait.abort = &abort_;
-  wait.health = health_;
-  wait.spinMicros = config_.spinMicros;
-  wait.yieldMicros = config_.yieldMicros;
-  return wait;
 }
 
 Status Communicator::connectPeers(const bootstrap::UniqueId& id) {
@@ -281,78 +271,12 @@ void Communicator::adaptWaitsToHost() {
             cores, config_.spinMicros, config_.yieldMicros);
 }
 
-Status Communicator::execute(const algo::CollArgs& args, const CompletionPtr& after, const OpTicket& ticket) {
-  if (abort_.load()) return makeError(Code::kRemoteError, "communicator of rank %d was aborted", rank_);
-  if (failed_.load()) return asyncError();
-  WaitContext wait = makeWait();
-  if (after) {
-    // Stream order: the previous op of the same stream may run on another communicator.
-    Status dep = waitUntil([&] { return after->done(); }, nullptr, wait,
-                           [] { return std::string("the previous operation on the stream"); });
-    if (!dep.isOk()) return dep;
-  }
-  if (devices_) {
-    // Device buffers (src/device): staged through pinned host memory, with the
-    // host algorithm below run on the staging buffers (this function again),
-    // or run directly between the devices. Host buffers fall through.
-    bool handled = false;
-    Status device = devices_->runCollective(
-        args, wait, [&](const algo::CollArgs& host) { return execute(host, nullptr, ticket); }, &handled);
-    if (!device.isOk() && !failed_.load())
-      recordError(device.withContext(strprintf("%s (count %zu, %s) on rank %d: ", algo::collTypeName(args.type),
-                                               args.count, dataTypeName(args.dtype), rank_)));
-    if (handled || !device.isOk()) return device;
-  }
-  tuner::Choice choice = chooseAlgorithm(args, wait);
-  bool exploring = false, timed = false;
-  tuner::OnlineSlot* const online = choiceMemo_.online;
-  if (online)
-    if (Status s = onlineChoice(args, *online, wait, &choice, &exploring, &timed); !s.isOk()) return s;
-  algo::AlgoContext ctx;
-  if (!choice.algorithm || !contextFor(choice.proto, wait, &ctx)) return noAlgorithmFor(args);
-  const auto& algorithm = *choice.algorithm;
-  noteAlgorithm(algorithm, choice.proto);
-  LOOM_TRACE(log_, kSubsysColl, "%s %s/%s count %zu %s %s root %d", algo::collTypeName(args.type), algorithm.name,
-             transport::protocolName(choice.proto), args.count, dataTypeName(args.dtype), redOpName(args.op),
-             args.root);
-  diag_->chose(ticket, algorithm.name, transport::protocolName(choice.proto));
-  // LOOM_CHECK: a mismatch fails every rank with the same message, before any data moves.
-  if (Status check = diag_->beforeDataMovement(ticket, *links_, wait); !check.isOk()) {
-    recordError(check);
-    return check;
-  }
-  ctx.progress = diag_->progress();
-  const int64_t start = timed ? monotonicNanos() : 0;
-  Status status = algorithm.run(args, ctx);
-  if (exploring) online->finishTrial(timed ? monotonicNanos() - start : -1);
-  if (!status.isOk()) return algorithmFailed(std::move(status), args, algorithm, choice.proto);
-  return status;
-}
-
-Status Communicator::noAlgorithmFor(const algo::CollArgs& args) {
-  Status status = makeError(Code::kInternalError, "no algorithm can run %s (count %zu, %s) on rank %d",
-                            algo::collTypeName(args.type), args.count, dataTypeName(args.dtype), rank_);
-  recordError(status);
-  return status;
-}
-
 int Communicator::algorithmRecord(const algo::AlgorithmInfo& algorithm, transport::Protocol proto) {
   const auto index = static_cast<int>(&algorithm - algo::allAlgorithms().data());
   return index * transport::kNumProtocols + static_cast<int>(proto);
 }
 
-void Communicator::noteAlgorithm(const algo::AlgorithmInfo& algorithm, transport::Protocol proto) {
-  lastAlgorithm_.store(algorithmRecord(algorithm, proto), std::memory_order_relaxed);
-}
-
-Status Communicator::algorithmFailed(Status status, const algo::CollArgs& args, const algo::AlgorithmInfo& algorithm,
-                                     transport::Protocol proto) {
-  status = status.withContext(strprintf("%s (%s/%s, count %zu, %s) on rank %d: ", algo::collTypeName(args.type),
-                                        algorithm.name, transport::protocolName(proto), args.count,
-                                        dataTypeName(args.dtype), rank_));
-  recordError(status);
-  return status;
-}
+algo::Links& Communicator::simpleLinks() const { return *links_; }
 
 bool Communicator::contextFor(transport::Protocol proto, const WaitContext& wait, algo::AlgoContext* ctx) const {
   LinkTable* links = proto == transport::Protocol::kLL ? llLinks_.get() : links_.get();
@@ -412,70 +336,14 @@ void Communicator::recordError(const Status& status) {
   LOOM_WARN(log_, kSubsysColl, "%s", status.message().c_str());
 }
 
-namespace {
-
-// An asynchronous collective in one allocation: the completion its stream and
-// callers share, plus what the executor needs to run it. The executor's work
-// captures two pointers only (std::function keeps them inline, no second
-// allocation), and the queue entry's completion keeps this object alive.
-struct AsyncCollective final : Completion {
-  explicit AsyncCollective(const algo::CollArgs& a) : args(a) {}
-  algo::CollArgs args;
-  CompletionPtr after;  // the stream predecessor, dropped once this op ran (no chain of old ops)
-  OpTicket ticket;
-  std::shared_ptr<cuda::PriorWork> devicePrior;  // CUDA-bound streams: the CUDA stream's earlier work
-};
-
-}  // namespace
-
 CompletionPtr Communicator::enqueueAsync(const algo::CollArgs& args, Stream* stream) {
-  auto op = std::make_shared<AsyncCollective>(args);
-  op->after = stream ? stream->push(op) : nullptr;
-  op->ticket = diag_->enqueued(OpDescriptor::of(args));
-  cuda::DeviceStream* device = stream ? stream->device() : nullptr;
-  if (device) op->devicePrior = device->markPriorWork();
-  CompletionPtr completion = op;
-  AsyncCollective* raw = op.get();
-  executor_->submit({[this, raw] {
-                       struct DropPredecessor {
-                         AsyncCollective* op;
-                         ~DropPredecessor() {
-                           op->after.reset();
-                           op->devicePrior.reset();
-                         }
-                       } drop{raw};
-                       return diag_->run(raw->ticket, [&] {
-                         LOOM_TRY(waitDevicePrior(raw->devicePrior.get()));
-                         return execute(raw->args, raw->after, raw->ticket);
-                       });
-                     },
-                     std::move(op)},
-                    true);
-  if (device) {
-    if (Status s = device->orderAfter(completion); !s.isOk() && !failed_.load())
-      recordError(s.withContext(strprintf("ordering the CUDA stream after %s on rank %d: ",
-                                          algo::collTypeName(args.type), rank_)));
-  }
-  return completion;
+  return runner_.enqueueAsync(args, stream);
 }
 
 Status Communicator::enqueue(const algo::CollArgs& args, Stream* stream) {
-  if (stream) {
-    (void)enqueueAsync(args, stream);
-    return Status::ok();
-  }
-  Status status;
-  if (tryRunBlocking(args, &status)) return status;
-  const OpTicket ticket = diag_->enqueued(OpDescriptor::of(args));
-  auto run = [this, &args, &ticket] { return diag_->runNow(ticket, [&] { return execute(args, nullptr, ticket); }); };
-  if (executor_->tryRunInline(run, &status)) return status;
-  auto completion = std::make_shared<Completion>();
-  executor_->submit(
-      {[this, args, ticket] { return diag_->run(ticket, [&] { return execute(args, nullptr, ticket); }); },
-       completion},
-      false);
-  executor_->runUntil(completion);
-  return completion->status();
+  if (!stream) return runner_.runBlocking(args);
+  (void)runner_.enqueueAsync(args, stream);
+  return Status::ok();
 }
 
 Status Communicator::asyncError() const {
@@ -508,19 +376,6 @@ void Communicator::setLastError(const std::string& message) {
 std::string Communicator::lastError() const {
   std::lock_guard<std::mutex> lock(errorMu_);
   return lastError_;
-}
-
-// comm_p2p.cc cannot see LinkTable: point to point runs over the Simple links.
-algo::Links* Communicator::p2pLinks() const { return links_.get(); }
-
-Status Communicator::waitDevicePrior(cuda::PriorWork* prior) {
-  if (!prior) return Status::ok();
-  Status s = prior->wait(makeWait());
-  if (!s.isOk()) {
-    s = s.withContext(strprintf("rank %d, waiting for the CUDA stream: ", rank_));
-    if (!failed_.load()) recordError(s);
-  }
-  return s;
 }
 
 }  // namespace loom

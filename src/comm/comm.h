@@ -29,6 +29,7 @@
 #include "common/completion.h"
 #include "src/diagnostics/diagnostics.h"
 #include "src/comm/executor.h"
+#include "src/comm/op_runner.h"
 #include "common/config.h"
 #include "common/log.h"
 #include "transports/transport.h"
@@ -42,6 +43,9 @@ class PriorWork;
 }  // namespace cuda
 
 class Communicator {
+  // The runner carries out operations with this communicator's state.
+  friend class OpRunner;
+
  public:
   // Collective over all `nranks` ranks of the job named by `id`.
   // timeoutSeconds > 0 replaces LOOM_TIMEOUT for this communicator (loomConfig_t).
@@ -101,13 +105,8 @@ class Communicator {
   Result<std::unique_ptr<Communicator>> split(int color, int key);
 
  private:
-  // Work that runs on the executor like a collective, but is not one.
-  using AlgoWork = std::function<Status(const algo::AlgoContext&)>;
-  Status enqueueWork(std::string what, OpDescriptor op, AlgoWork work, Stream* stream);
-  CompletionPtr enqueueWorkAsync(std::string what, OpDescriptor op, AlgoWork work, Stream* stream);
-  Status executeWork(const std::string& what, const AlgoWork& work, const CompletionPtr& after,
-                     const OpTicket& ticket);
-  algo::Links* p2pLinks() const;  // defined in comm.cc, where LinkTable is complete
+  // The operation of fused send/recv `ops` (descriptor: `collective`, else send/recv).
+  OpWork p2pWork(std::vector<algo::P2POp> ops, const OpDescriptor* collective);
   // ---- end of comm_p2p.cc ----
 
  private:
@@ -126,20 +125,11 @@ class Communicator {
   };
   Result<PeerTransports> choosePeerTransports() const;
   void adaptWaitsToHost();
-  Status execute(const algo::CollArgs& args, const CompletionPtr& after, const OpTicket& ticket);
-  // A blocking collective with nothing queued before it, run on the calling
-  // thread with the least bookkeeping (comm_blocking.cc); false, having done
-  // nothing, when it must take the general path.
-  bool tryRunBlocking(const algo::CollArgs& args, Status* status);
-  Status runBlocking(const algo::CollArgs& args);
-  // Shared by execute() and runBlocking(): the error for a call no algorithm
-  // can run, the record of the algorithm about to run, and the context added
-  // to an algorithm's failure (recorded as the communicator's error).
-  Status noAlgorithmFor(const algo::CollArgs& args);
-  void noteAlgorithm(const algo::AlgorithmInfo& algorithm, transport::Protocol proto);
+  // The Simple protocol's links (LOOM_CHECK's exchange runs over them);
+  // defined in comm.cc, where LinkTable is complete.
+  algo::Links& simpleLinks() const;
+  // lastAlgorithm_'s value for `algorithm` over `proto`.
   static int algorithmRecord(const algo::AlgorithmInfo& algorithm, transport::Protocol proto);
-  Status algorithmFailed(Status status, const algo::CollArgs& args, const algo::AlgorithmInfo& algorithm,
-                         transport::Protocol proto);
   // The context an algorithm runs in over `proto`'s links; false if the
   // communicator has no links for that protocol.
   bool contextFor(transport::Protocol proto, const WaitContext& wait, algo::AlgoContext* ctx) const;
@@ -155,11 +145,17 @@ class Communicator {
   Status agreeOnline(const algo::CollArgs& call, tuner::OnlineSlot& slot, const WaitContext& wait);
   WaitContext makeWait() const;
   // The same with a coarse clock reading already taken (no second read).
-  WaitContext makeWait(int64_t coarseNowNanos) const;
+  WaitContext makeWait(int64_t coarseNowNanos) const {
+    WaitContext wait;
+    wait.deadline = Deadline::afterCoarse(coarseNowNanos, config_.timeoutSeconds);
+    wait.abort = &abort_;
+    wait.health = health_;
+    wait.spinMicros = config_.spinMicros;
+    wait.yieldMicros = config_.yieldMicros;
+    return wait;
+  }
   void recordError(const Status& status);
-  // Device memory (src/device): waits for the CUDA stream's earlier work
-  // (null: none), and runs fused send/recv ops, staging device buffers.
-  Status waitDevicePrior(cuda::PriorWork* prior);
+  // Runs fused send/recv ops, staging device buffers (src/device).
   Status runP2POps(const std::vector<algo::P2POp>& ops, const algo::AlgoContext& ctx);
 
   class LinkTable;
@@ -188,13 +184,13 @@ class Communicator {
     bool inPlace = false;
     tuner::Choice choice;
     // The context of choice.proto's links, progress counter included, and
-    // lastAlgorithm_'s value for the choice: runBlocking() only sets the
-    // deadline. hasContext is false where the links are missing.
+    // lastAlgorithm_'s value for the choice: a call of the same shape only
+    // sets the deadline. hasContext is false where the links are missing.
     bool hasContext = false;
     algo::AlgoContext context;
     int algorithmRecord = -1;
-    // The call's online-tuning slot (null: none); while it explores,
-    // runBlocking() leaves the call to execute().
+    // The call's online-tuning slot (null: none); while it explores, a call
+    // runs the slot's candidate instead of `choice`.
     tuner::OnlineSlot* online = nullptr;
 
     bool matches(const algo::CollArgs& args) const {
@@ -202,13 +198,6 @@ class Communicator {
              root == args.root && inPlace == (args.sendbuf == args.recvbuf);
     }
   } choiceMemo_;
-  // Whether blocking calls may take runBlocking(): not with LOOM_CHECK, the
-  // trace, per-call trace logging or device memory, which need execute()'s
-  // separate steps. Fixed at creation.
-  bool blockingShortcut_ = false;
-  // Waits of the blocking path that outlasted their first polls
-  // (WaitContext::slowWaits); only the thread holding the executor counts.
-  uint32_t slowWaits_ = 0;
   std::unique_ptr<bootstrap::Bootstrap> bootstrap_;
   std::vector<transport::PeerInfo> peers_;
   std::vector<std::unique_ptr<transport::Transport>> transports_;
@@ -233,6 +222,8 @@ class Communicator {
   std::unique_ptr<Diagnostics> diag_;
   // Device buffers: null in a process without a usable CUDA device.
   std::unique_ptr<cuda::CommDevices> devices_;
+  // Runs every operation (src/comm/op_runner.h); holds only a reference.
+  OpRunner runner_{*this};
   std::unique_ptr<Executor> executor_;  // last: its worker uses everything above
 };
 

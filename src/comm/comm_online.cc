@@ -50,15 +50,7 @@ Status Communicator::agreeOnline(const algo::CollArgs& call, tuner::OnlineSlot& 
   sum.count = times.size();
   sum.dtype = DataType::kInt64;
   sum.op = RedOp::kSum;
-  algo::AlgoContext ctxs[transport::kNumProtocols];
-  tuner::ProtoContexts available{};
-  for (int p = 0; p < transport::kNumProtocols; ++p)
-    if (contextFor(static_cast<transport::Protocol>(p), wait, &ctxs[p])) available[static_cast<size_t>(p)] = &ctxs[p];
-  const tuner::Choice how = tuner_->choose(sum, available);
-  if (!how.algorithm) return noAlgorithmFor(sum);
-  algo::AlgoContext& ctx = ctxs[static_cast<int>(how.proto)];
-  ctx.progress = diag_->progress();
-  LOOM_TRY(how.algorithm->run(sum, ctx));
+  LOOM_TRY(runner_.runWithinOperation(sum, wait));
   slot.decide(times, nranks_);
   if (log_.enabled(LogLevel::kInfo, kSubsysTuner)) {
     std::string measured;

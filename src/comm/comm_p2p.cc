@@ -1,8 +1,8 @@
 // Communicator members for what is not a collective of the algorithm
 // registry: fused send/recv operations (loomSend/loomRecv, loomAllToAll), the
-// barrier and MPI-style splitting. They share the executor, stream order and
-// sticky errors of the collectives (comm.cc), but run their algorithm
-// directly instead of through the selector.
+// barrier and MPI-style splitting. They run through the same OpRunner as the
+// collectives (stream order, sticky errors, diagnostics), but bring their own
+// body instead of the selector's algorithm.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -73,78 +73,6 @@ std::vector<algo::P2POp> Communicator::allToAllOps(const void* sendbuf, void* re
   return ops;
 }
 
-Status Communicator::executeWork(const std::string& what, const AlgoWork& work, const CompletionPtr& after,
-                                 const OpTicket& ticket) {
-  if (abort_.load()) return makeError(Code::kRemoteError, "communicator of rank %d was aborted", rank_);
-  if (failed_.load()) return asyncError();
-  WaitContext wait = makeWait();
-  if (after) {
-    // Stream order: the previous op of the same stream may run on another communicator.
-    LOOM_TRY(waitUntil([&] { return after->done(); }, nullptr, wait,
-                       [] { return std::string("the previous operation on the stream"); }));
-  }
-  algo::AlgoContext ctx;
-  ctx.rank = rank_;
-  ctx.nranks = nranks_;
-  ctx.links = p2pLinks();
-  ctx.wait = wait;
-  ctx.chunkBytes = config_.chunkBytes;
-  // Not an algorithm of the registry: loomCommGetLastAlgorithm must not keep
-  // naming the collective before it.
-  lastAlgorithm_.store(-1, std::memory_order_relaxed);
-  LOOM_TRACE(log_, kSubsysColl, "%s", what.c_str());
-  diag_->chose(ticket, ticket.op.kind == OpKind::kBarrier ? "dissemination" : "p2p", "Simple");
-  // LOOM_CHECK (all-to-all, barrier): a mismatch fails every rank alike, before any data moves.
-  if (Status check = diag_->beforeDataMovement(ticket, *ctx.links, wait); !check.isOk()) {
-    recordError(check);
-    return check;
-  }
-  ctx.progress = diag_->progress();
-  Status status = work(ctx);
-  if (!status.isOk()) {
-    status = status.withContext(what + " on rank " + std::to_string(rank_) + ": ");
-    recordError(status);
-  }
-  return status;
-}
-
-CompletionPtr Communicator::enqueueWorkAsync(std::string what, OpDescriptor op, AlgoWork work, Stream* stream) {
-  auto completion = std::make_shared<Completion>();
-  CompletionPtr after = stream ? stream->push(completion) : nullptr;
-  const OpTicket ticket = diag_->enqueued(op, op.collective() ? std::string() : what);
-  cuda::DeviceStream* device = stream ? stream->device() : nullptr;
-  std::shared_ptr<cuda::PriorWork> prior = device ? device->markPriorWork() : nullptr;
-  const std::string context = strprintf("ordering the CUDA stream after %s on rank %d: ", what.c_str(), rank_);
-  executor_->submit({[this, what = std::move(what), work = std::move(work), after, ticket, prior] {
-                       return diag_->run(ticket, [&] {
-                         LOOM_TRY(waitDevicePrior(prior.get()));
-                         return executeWork(what, work, after, ticket);
-                       });
-                     },
-                     completion},
-                    true);
-  if (device) {
-    if (Status s = device->orderAfter(completion); !s.isOk() && !failed_.load()) recordError(s.withContext(context));
-  }
-  return completion;
-}
-
-Status Communicator::enqueueWork(std::string what, OpDescriptor op, AlgoWork work, Stream* stream) {
-  if (stream) {
-    (void)enqueueWorkAsync(std::move(what), op, std::move(work), stream);
-    return Status::ok();
-  }
-  auto completion = std::make_shared<Completion>();
-  const OpTicket ticket = diag_->enqueued(op, op.collective() ? std::string() : what);
-  executor_->submit({[this, what = std::move(what), work = std::move(work), ticket] {
-                       return diag_->run(ticket, [&] { return executeWork(what, work, nullptr, ticket); });
-                     },
-                     completion},
-                    false);
-  executor_->runUntil(completion);
-  return completion->status();
-}
-
 namespace {
 
 std::string describeP2P(const std::vector<algo::P2POp>& ops) {
@@ -164,21 +92,25 @@ OpDescriptor p2pDescriptor(const std::vector<algo::P2POp>& ops, const OpDescript
 
 }  // namespace
 
+OpWork Communicator::p2pWork(std::vector<algo::P2POp> ops, const OpDescriptor* collective) {
+  OpWork work;
+  work.what = describeP2P(ops);
+  work.op = p2pDescriptor(ops, collective);
+  work.algorithm = "p2p";
+  work.run = [this, ops = std::move(ops)](const algo::AlgoContext& ctx) { return runP2POps(ops, ctx); };
+  return work;
+}
+
 CompletionPtr Communicator::enqueueP2PAsync(std::vector<algo::P2POp> ops, Stream* stream,
                                             const OpDescriptor* collective) {
-  std::string what = describeP2P(ops);
-  const OpDescriptor op = p2pDescriptor(ops, collective);
-  return enqueueWorkAsync(
-      std::move(what), op, [this, ops = std::move(ops)](const algo::AlgoContext& ctx) { return runP2POps(ops, ctx); },
-      stream);
+  return runner_.enqueueAsync(p2pWork(std::move(ops), collective), stream);
 }
 
 Status Communicator::enqueueP2P(std::vector<algo::P2POp> ops, Stream* stream, const OpDescriptor* collective) {
-  std::string what = describeP2P(ops);
-  const OpDescriptor op = p2pDescriptor(ops, collective);
-  return enqueueWork(
-      std::move(what), op, [this, ops = std::move(ops)](const algo::AlgoContext& ctx) { return runP2POps(ops, ctx); },
-      stream);
+  OpWork work = p2pWork(std::move(ops), collective);
+  if (!stream) return runner_.runBlocking(work);
+  (void)runner_.enqueueAsync(std::move(work), stream);
+  return Status::ok();
 }
 
 Status Communicator::runP2POps(const std::vector<algo::P2POp>& ops, const algo::AlgoContext& ctx) {
@@ -192,12 +124,18 @@ Status Communicator::runP2POps(const std::vector<algo::P2POp>& ops, const algo::
   return algo::runP2P(ops, ctx);
 }
 
-CompletionPtr Communicator::enqueueBarrierAsync(Stream* stream) {
-  return enqueueWorkAsync("barrier", OpDescriptor::barrier(), algo::disseminationBarrier, stream);
-}
+namespace {
+
+OpWork barrierWork() { return {"barrier", OpDescriptor::barrier(), "dissemination", algo::disseminationBarrier}; }
+
+}  // namespace
+
+CompletionPtr Communicator::enqueueBarrierAsync(Stream* stream) { return runner_.enqueueAsync(barrierWork(), stream); }
 
 Status Communicator::enqueueBarrier(Stream* stream) {
-  return enqueueWork("barrier", OpDescriptor::barrier(), algo::disseminationBarrier, stream);
+  if (!stream) return runner_.runBlocking(barrierWork());
+  (void)runner_.enqueueAsync(barrierWork(), stream);
+  return Status::ok();
 }
 
 Result<std::unique_ptr<Communicator>> Communicator::split(int color, int key) {

@@ -35,18 +35,16 @@ class Executor {
   void submit(PendingOp op, bool wakeWorker);
   // Runs queued operations on this thread until `target` has completed.
   void runUntil(const CompletionPtr& target);
-  // Runs `work` on this thread at once if nothing is queued or running
-  // (the common blocking call: no allocation, no queue); false otherwise,
-  // and the caller must submit() instead so the queue's order is kept.
-  template <typename Work>
-  bool tryRunInline(Work&& work, Status* status) {
+  // This thread's turn to run an operation at once, if nothing is queued or
+  // running (the common blocking call: no allocation, no queue): a lock that
+  // owns runMu_ until the operation is done. One that owns nothing means the
+  // caller must submit() instead, so the queue's order is kept.
+  std::unique_lock<std::mutex> inlineTurn() {
     std::unique_lock<std::mutex> run(runMu_, std::try_to_lock);
-    if (!run.owns_lock()) return false;
     // With runMu_ held the queue can only grow, so a zero count read here
     // means nothing queued came before this call (as the locked check would).
-    if (queued_.load(std::memory_order_acquire) != 0) return false;
-    *status = work();
-    return true;
+    if (run.owns_lock() && queued_.load(std::memory_order_acquire) != 0) run.unlock();
+    return run;
   }
   // Stops the worker after the queue is empty (idempotent).
   void shutdown();
@@ -59,7 +57,7 @@ class Executor {
   std::mutex queueMu_;
   std::condition_variable queueCv_;
   std::deque<PendingOp> queue_;
-  std::atomic<size_t> queued_{0};  // queue_.size(), changed under queueMu_, read without it by tryRunInline
+  std::atomic<size_t> queued_{0};  // queue_.size(), changed under queueMu_, read without it by inlineTurn
   bool stopping_ = false;
   std::mutex runMu_;
   std::thread worker_;

@@ -77,7 +77,7 @@ class Diagnostics {
   }
   void finished(const OpTicket& ticket, const Status& status) { finished(ticket, status, nowIfRecording()); }
   // The same with the end time known to the caller (blocking path, see
-  // comm_blocking.cc); `endNs` is in the clock of the operation's start.
+  // src/comm/op_runner.cc); `endNs` is in the clock of the operation's start.
   void finished(const OpTicket& ticket, const Status& status, int64_t endNs);
   // LOOM_CHECK's exchange over the Simple `links` (nothing when off, for
   // send/recv, or on one rank); marks the start of data movement.

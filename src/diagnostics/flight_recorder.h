@@ -76,7 +76,7 @@ class FlightRecorder {
   void started(uint64_t id, int64_t nowNs);
   // enqueued() + started() + chose() in one record, for an operation that
   // runs at once on the enqueuing thread with its algorithm already known
-  // (the blocking path, comm_blocking.cc); its phase is data movement.
+  // (the blocking path, src/comm/op_runner.cc); its phase is data movement.
   OpTicket startedNow(const OpDescriptor& op, int64_t nowNs, const char* algorithm, const char* protocol);
   // `algorithm` and `protocol` must be static strings (names from tables):
   // only the pointers are kept.

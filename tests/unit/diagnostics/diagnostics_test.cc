@@ -232,6 +232,38 @@ TEST(LoomCheck, RankThatCallsNothingIsNamedInTheTimeout) {
 
 // ---- Flight recorder ----
 
+// ---- Every way to run an operation passes LOOM_CHECK and the recorder ----
+
+// Stream-queued calls take the executor's worker, not the caller's thread:
+// a mismatch there fails every rank alike, before any data moves.
+TEST(LoomCheck, MismatchOnAStreamFailsEveryRankAtSynchronize) {
+  ScopedEnv env({{"LOOM_CHECK", "1"}, {"LOOM_TIMEOUT", "30"}});
+  std::vector<loomResult_t> synced(2, loomSuccess), async(2, loomSuccess);
+  std::vector<char> untouched(2, 0);
+  runThreads(2, [&](int rank, loomComm_t comm) {
+    loomStream_t stream = nullptr;
+    ASSERT_EQ(loomStreamCreate(&stream), loomSuccess);
+    // One matching call first: the stream path runs and checks it.
+    std::vector<float> a(8, 1.0f), b(8, 0.0f);
+    ASSERT_EQ(loomAllReduce(a.data(), b.data(), 8, loomFloat32, loomSum, comm, stream), loomSuccess);
+    ASSERT_EQ(loomStreamSynchronize(stream), loomSuccess);
+    EXPECT_EQ(b, std::vector<float>(8, 2.0f)) << "rank " << rank;
+    // Rank 0 queues an all-to-all, rank 1 a barrier.
+    std::vector<float> send(32, 1.0f), recv(32, -1.0f);
+    if (rank == 0) EXPECT_EQ(loomAllToAll(send.data(), recv.data(), 16, loomFloat32, comm, stream), loomSuccess);
+    else EXPECT_EQ(loomBarrier(comm, stream), loomSuccess);
+    synced[rank] = loomStreamSynchronize(stream);
+    (void)loomCommGetAsyncError(comm, &async[rank]);
+    untouched[rank] = std::all_of(recv.begin(), recv.end(), [](float v) { return v == -1.0f; });
+    EXPECT_EQ(loomStreamDestroy(stream), loomSuccess);
+  });
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(synced[r], loomInvalidUsage) << "rank " << r;
+    EXPECT_EQ(async[r], loomInvalidUsage) << "rank " << r;
+    EXPECT_TRUE(untouched[r]) << "rank " << r << " had its buffers written";
+  }
+}
+
 TEST(FlightRecorder, AbortDumpListsTheCollectivesRun) {
   const std::string dir = makeTempDir();
   ScopedEnv env({{"LOOM_DUMP_DIR", dir}, {"LOOM_CHECK", "0"}});
@@ -260,7 +292,7 @@ TEST(FlightRecorder, AbortDumpListsTheCollectivesRun) {
 }
 
 // Blocking calls run on the caller's thread, recorded in one step
-// (comm_blocking.cc), unless queued work is ahead of them: either way the
+// (src/comm/op_runner.cc), unless queued work is ahead of them: either way the
 // record keeps call order, and every entry has its times and algorithm.
 TEST(FlightRecorder, BlockingCallsAroundQueuedOnesAreRecordedInCallOrder) {
   const std::string dir = makeTempDir();
@@ -308,7 +340,7 @@ TEST(FlightRecorder, BlockingCallsAroundQueuedOnesAreRecordedInCallOrder) {
 }
 
 // The blocking path skips the second clock read of a small operation whose
-// waits all ended within their first polls (comm_blocking.cc). A rank that
+// waits all ended within their first polls (src/comm/op_runner.cc). A rank that
 // waited for a late peer must still show the wait in its end time.
 TEST(FlightRecorder, BlockingCallRecordsTheTimeSpentWaitingForALatePeer) {
   const std::string dir = makeTempDir();

@@ -1,5 +1,5 @@
 // Online tuning through real communicators (ranks as threads, blocking calls
-// on one thread per rank, so both the blocking short path and execute() run):
+// on one thread per rank, so both one-step and separately recorded calls run):
 // every call's result is exact, every rank runs the same algorithm at every
 // call (the exploration schedules and the agreement stay in step), more than
 // one candidate runs while exploring, and LOOM_TUNER_ONLINE=0 or LOOM_ALGO

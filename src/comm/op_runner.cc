@@ -1,0 +1,376 @@
+#include "src/comm/op_runner.h"
+
+#include <utility>
+
+#include "common/clock.h"
+#include "common/format.h"
+#include "src/comm/comm.h"
+#include "src/comm/stream.h"
+#include "src/device/comm_devices.h"
+
+// The steps of a blocking collective are inlined into one function: an
+// 8-byte all-reduce is a few hundred instructions around one cache-line
+// hand-off, and each call layer (frame, Status moves) shows in it.
+#define LOOM_STEP inline __attribute__((always_inline))
+
+namespace loom {
+namespace {
+
+// Up to this many bytes an operation without a slow wait takes microseconds
+// (one-shot's largest: about 10 us at 2 ranks here), far below a coarse tick.
+constexpr size_t kQuickOpBytes = 64 * 1024;
+
+size_t opBytes(const algo::CollArgs& a, int nranks) {
+  const bool perRank = a.type == algo::CollType::kReduceScatter || a.type == algo::CollType::kAllGather;
+  return a.count * dataTypeSize(a.dtype) * (perRank ? static_cast<size_t>(nranks) : 1);
+}
+
+}  // namespace
+
+// One operation as it runs: what it is, its flight-recorder ticket and what
+// it waits for first.
+struct OpRunner::Run {
+  const algo::CollArgs* args = nullptr;  // a collective of the registry, or
+  const OpWork* work = nullptr;          // other work
+  OpTicket ticket;
+  // False until the ticket exists: a one-step record takes it at the choice.
+  bool recorded = false;
+  // The operation started when it was enqueued (it runs right after, on the
+  // same thread): one clock read fewer.
+  bool startsAtEnqueue = false;
+  // One-step records: the end may reuse the start's coarse clock reading.
+  bool quick = false;
+  int64_t startNs = 0;
+  const Completion* after = nullptr;       // stream predecessor
+  cuda::PriorWork* devicePrior = nullptr;  // CUDA stream's earlier work
+
+  OpDescriptor descriptor() const { return args ? OpDescriptor::of(*args) : work->op; }
+  // Empty: every rank (the recorder's default); send/recv name their peers.
+  std::string_view peers() const { return work && !work->op.collective() ? std::string_view(work->what) : ""; }
+};
+
+// A queued operation in one allocation: the completion its stream and callers
+// share, plus what the executor needs to run it. The executor's work captures
+// two pointers only (std::function keeps them inline, no second allocation),
+// and the queue entry's completion keeps this object alive.
+struct OpRunner::Queued final : Completion {
+  algo::CollArgs args;
+  OpWork work;
+  Run run;
+  CompletionPtr after;  // the stream predecessor, dropped once this op ran (no chain of old ops)
+  std::shared_ptr<cuda::PriorWork> devicePrior;
+};
+
+const char* OpRunner::nameOf(const Run& run) {
+  return run.args ? algo::collTypeName(run.args->type) : run.work->what.c_str();
+}
+
+Status OpRunner::runBlocking(const algo::CollArgs& args) {
+  Run run;
+  run.args = &args;
+  return runBlocking(run);
+}
+
+Status OpRunner::runBlocking(const OpWork& work) {
+  Run run;
+  run.work = &work;
+  return runBlocking(run);
+}
+
+LOOM_STEP Status OpRunner::runBlocking(Run& r) {
+  Communicator& c = comm_;
+  if (!oneStep_ || !r.args) {
+    r.ticket = c.diag_->enqueued(r.descriptor(), r.peers());
+    r.recorded = true;
+    r.startsAtEnqueue = true;
+  }
+  // Every return below is a prvalue: the status is built where the caller
+  // receives it, with no move of its message on the way up.
+  if (std::unique_lock<std::mutex> turn = c.executor_->inlineTurn(); turn.owns_lock()) return run(r);
+  return runQueued(r);
+}
+
+Status OpRunner::runQueued(Run& r) {
+  Communicator& c = comm_;
+  // Operations are queued before this one: it runs after them, on this
+  // thread or the worker's, and this call returns when it is done.
+  if (!r.recorded) {
+    r.ticket = c.diag_->enqueued(r.descriptor(), r.peers());
+    r.recorded = true;
+  }
+  r.startsAtEnqueue = false;
+  auto completion = std::make_shared<Completion>();
+  c.executor_->submit({[this, &r] { return run(r); }, completion}, false);
+  c.executor_->runUntil(completion);
+  return completion->status();
+}
+
+CompletionPtr OpRunner::enqueueAsync(const algo::CollArgs& args, Stream* stream) {
+  auto op = std::make_shared<Queued>();
+  op->args = args;
+  op->run.args = &op->args;
+  return enqueueAsync(std::move(op), stream);
+}
+
+CompletionPtr OpRunner::enqueueAsync(OpWork work, Stream* stream) {
+  auto op = std::make_shared<Queued>();
+  op->work = std::move(work);
+  op->run.work = &op->work;
+  return enqueueAsync(std::move(op), stream);
+}
+
+CompletionPtr OpRunner::enqueueAsync(std::shared_ptr<Queued> op, Stream* stream) {
+  Communicator& c = comm_;
+  op->after = stream ? stream->push(op) : nullptr;
+  op->run.after = op->after.get();
+  op->run.ticket = c.diag_->enqueued(op->run.descriptor(), op->run.peers());
+  op->run.recorded = true;
+  cuda::DeviceStream* device = stream ? stream->device() : nullptr;
+  if (device) {
+    op->devicePrior = device->markPriorWork();
+    op->run.devicePrior = op->devicePrior.get();
+  }
+  CompletionPtr completion = op;
+  Queued* raw = op.get();
+  c.executor_->submit({[this, raw] {
+                         struct DropPredecessor {
+                           Queued* op;
+                           ~DropPredecessor() {
+                             op->run.after = nullptr;
+                             op->run.devicePrior = nullptr;
+                             op->after.reset();
+                             op->devicePrior.reset();
+                           }
+                         } drop{raw};
+                         return run(raw->run);
+                       },
+                       std::move(op)},
+                      true);
+  if (device) {
+    if (Status s = device->orderAfter(completion); !s.isOk() && !c.failed_.load())
+      c.recordError(
+          s.withContext(strprintf("ordering the CUDA stream after %s on rank %d: ", nameOf(raw->run), c.rank_)));
+  }
+  return completion;
+}
+
+LOOM_STEP Status OpRunner::run(Run& r) {
+  if (r.recorded) return runRecorded(r);
+  return runOneStep(r);
+}
+
+LOOM_STEP Status OpRunner::runOneStep(Run& r) {
+  // The record is taken at the choice (or at a refusal) and ended here.
+  Status status = steps(r);
+  if (r.recorded) {
+    if (r.quick) comm_.diag_->finished(r.ticket, status, r.startNs);
+    else comm_.diag_->finished(r.ticket, status);
+  }
+  return status;
+}
+
+Status OpRunner::runRecorded(Run& r) {
+  Diagnostics& diag = *comm_.diag_;
+  return r.startsAtEnqueue ? diag.runNow(r.ticket, [&] { return steps(r); })
+                           : diag.run(r.ticket, [&] { return steps(r); });
+}
+
+LOOM_STEP Status OpRunner::steps(Run& r) {
+  Communicator& c = comm_;
+  // One clock read serves the deadline and a one-step record's start.
+  const int64_t now = coarseMonotonicNanos();
+  // 1-2. Refusal and waits.
+  if (r.devicePrior) LOOM_TRY(waitDevicePrior(r.devicePrior));
+  if (c.abort_.load())
+    return refuse(r, makeError(Code::kRemoteError, "communicator of rank %d was aborted", c.rank_), now);
+  if (c.failed_.load()) return refuse(r, c.asyncError(), now);
+  if (const Completion* after = r.after) {
+    // Stream order: the previous op of the same stream may run on another communicator.
+    LOOM_TRY(waitUntil([&] { return after->done(); }, nullptr, c.makeWait(now),
+                       [] { return std::string("the previous operation on the stream"); }));
+  }
+  // 3-5. Every wait of the operation has the deadline that `now` gives.
+  if (!r.args) return runWork(r, *r.work, now);
+  if (c.devices_) return runOnDevices(r, *r.args, now);
+  return runCollective(r, *r.args, now);
+}
+
+Status OpRunner::refuse(Run& r, Status status, int64_t now) {
+  // A one-step call refused after all (aborted meanwhile) still leaves a record.
+  if (!r.recorded) {
+    r.ticket = comm_.diag_->startedNow(r.descriptor(), nullptr, nullptr, now);
+    r.recorded = true;
+  }
+  return status;
+}
+
+Status OpRunner::runOnDevices(Run& r, const algo::CollArgs& args, int64_t now) {
+  Communicator& c = comm_;
+  const WaitContext wait = c.makeWait(now);
+  // Device buffers (src/device): staged through pinned host memory, with the
+  // host algorithm run on the staging buffers, or run directly between the
+  // devices. Host buffers fall through.
+  bool handled = false;
+  Status device = c.devices_->runCollective(
+      args, wait, [&](const algo::CollArgs& host) { return runCollective(r, host, now); }, &handled);
+  if (!device.isOk() && !c.failed_.load())
+    c.recordError(device.withContext(strprintf("%s (count %zu, %s) on rank %d: ", algo::collTypeName(args.type),
+                                               args.count, dataTypeName(args.dtype), c.rank_)));
+  if (handled || !device.isOk()) return device;
+  return runCollective(r, args, now);
+}
+
+LOOM_STEP Status OpRunner::runCollective(Run& r, const algo::CollArgs& args, int64_t now) {
+  Communicator& c = comm_;
+  // 3. The plan. A loop repeats one call: the memo has its algorithm and
+  // context ready, and only the deadline changes per call.
+  Communicator::ChoiceMemo& memo = c.choiceMemo_;
+  if (!memo.matches(args)) (void)c.chooseAlgorithm(args, c.makeWait(now));
+  if (!memo.hasContext) return noAlgorithmFor(args);
+  tuner::Choice choice = memo.choice;
+  algo::AlgoContext* ctx = &memo.context;
+  int lastAlgorithm = memo.algorithmRecord;
+  bool exploring = false, timed = false;
+  tuner::OnlineSlot* const online = memo.online;
+  if (online) {
+    if (online->settled()) {
+      online->countSettledCall();
+    } else {
+      // Exploring: a candidate, or the winner once the due agreement ran.
+      LOOM_TRY(exploreOnline(args, *online, c.makeWait(now), &choice, &exploring, &timed));
+      ctx = &candidate_;
+      lastAlgorithm = Communicator::algorithmRecord(*choice.algorithm, choice.proto);
+    }
+  }
+  ctx->wait.deadline = Deadline::afterCoarse(now, c.config_.timeoutSeconds);
+  // 4. Diagnostics.
+  if (Status check; !recordChoice(r, choice.algorithm->name, transport::protocolName(choice.proto), lastAlgorithm,
+                                  now, &check))
+    return check;
+  return runAlgorithm(r, args, choice, *ctx, exploring ? online : nullptr, timed);
+}
+
+LOOM_STEP Status OpRunner::runAlgorithm(Run& r, const algo::CollArgs& args, const tuner::Choice& choice,
+                                        algo::AlgoContext& ctx, tuner::OnlineSlot* trial, bool timed) {
+  // 5. The body.
+  Communicator& c = comm_;
+  const algo::AlgorithmInfo& algorithm = *choice.algorithm;
+  ctx.wait.slowWaits = &slowWaits_;
+  const uint32_t slowWaitsBefore = slowWaits_;
+  const int64_t start = timed ? monotonicNanos() : 0;
+  Status status = algorithm.run(args, ctx);
+  if (trial) trial->finishTrial(timed ? monotonicNanos() - start : -1);
+  if (!status.isOk()) {
+    status = status.withContext(strprintf("%s (%s/%s, count %zu, %s) on rank %d: ", algo::collTypeName(args.type),
+                                          algorithm.name, transport::protocolName(choice.proto), args.count,
+                                          dataTypeName(args.dtype), c.rank_));
+    c.recordError(status);
+  } else {
+    // The end time of a one-step record. Its clock is the coarse one (a tick of
+    // 1-4 ms): a small operation over shared memory whose every wait ended
+    // within its first polls took microseconds, so reading that clock again
+    // would return the start's value, or one tick more as often as a tick falls
+    // into those microseconds (a thread descheduled meanwhile is the exception,
+    // which the coarse clock blurs as well). The second read was 5% of a 2-rank
+    // 8-byte call (two communicators in the same processes, alternating blocks:
+    // 0.950-0.954 of the time without it). Over other transports some waits are
+    // loops of their own that do not count slow waits: those always read the clock.
+    r.quick = c.bulletin_ != nullptr && slowWaits_ == slowWaitsBefore && opBytes(args, c.nranks_) <= kQuickOpBytes;
+  }
+  return status;
+}
+
+Status OpRunner::exploreOnline(const algo::CollArgs& args, tuner::OnlineSlot& slot, const WaitContext& wait,
+                               tuner::Choice* choice, bool* exploring, bool* timed) {
+  Communicator& c = comm_;
+  LOOM_TRY(c.onlineChoice(args, slot, wait, choice, exploring, timed));
+  if (!choice->algorithm || !c.contextFor(choice->proto, wait, &candidate_)) return noAlgorithmFor(args);
+  candidate_.progress = c.diag_->progress();
+  return Status::ok();
+}
+
+Status OpRunner::runWork(Run& r, const OpWork& work, int64_t now) {
+  Communicator& c = comm_;
+  const WaitContext wait = c.makeWait(now);
+  // 3. Not an algorithm of the registry: the Simple links, and
+  // loomCommGetLastAlgorithm must not keep naming the collective before it.
+  algo::AlgoContext ctx;
+  (void)c.contextFor(transport::Protocol::kSimple, wait, &ctx);
+  // 4. LOOM_CHECK compares all-to-all and barrier descriptors alike.
+  if (Status check; !recordChoice(r, work.algorithm, transport::protocolName(transport::Protocol::kSimple), -1, now,
+                                  &check))
+    return check;
+  // 5.
+  ctx.progress = c.diag_->progress();
+  Status status = work.run(ctx);
+  if (!status.isOk()) {
+    status = status.withContext(work.what + " on rank " + std::to_string(c.rank_) + ": ");
+    c.recordError(status);
+  }
+  return status;
+}
+
+LOOM_STEP bool OpRunner::recordChoice(Run& r, const char* algorithm, const char* protocol, int lastAlgorithm,
+                                      int64_t now, Status* failure) {
+  Communicator& c = comm_;
+  c.lastAlgorithm_.store(lastAlgorithm, std::memory_order_relaxed);
+  if (!r.recorded) {
+    // One step (oneStep_: no check, no trace): enqueue, start and choice.
+    r.ticket = c.diag_->startedNow(r.descriptor(), algorithm, protocol, now);
+    r.recorded = true;
+    r.startNs = now;
+    return true;
+  }
+  *failure = recordSeparately(r, algorithm, protocol, now);
+  return failure->isOk();
+}
+
+Status OpRunner::recordSeparately(Run& r, const char* algorithm, const char* protocol, int64_t now) {
+  Communicator& c = comm_;
+  if (r.args) {
+    const algo::CollArgs& a = *r.args;
+    LOOM_TRACE(c.log_, kSubsysColl, "%s %s/%s count %zu %s %s root %d", algo::collTypeName(a.type), algorithm,
+               protocol, a.count, dataTypeName(a.dtype), redOpName(a.op), a.root);
+  } else {
+    LOOM_TRACE(c.log_, kSubsysColl, "%s", r.work->what.c_str());
+  }
+  c.diag_->chose(r.ticket, algorithm, protocol);
+  // LOOM_CHECK: a mismatch fails every rank with the same message, before any data moves.
+  if (Status check = c.diag_->beforeDataMovement(r.ticket, c.simpleLinks(), c.makeWait(now)); !check.isOk()) {
+    c.recordError(check);
+    return check;
+  }
+  return Status::ok();
+}
+
+Status OpRunner::runWithinOperation(const algo::CollArgs& args, const WaitContext& wait) {
+  Communicator& c = comm_;
+  algo::AlgoContext ctxs[transport::kNumProtocols];
+  tuner::ProtoContexts available{};
+  for (int p = 0; p < transport::kNumProtocols; ++p)
+    if (c.contextFor(static_cast<transport::Protocol>(p), wait, &ctxs[p])) available[static_cast<size_t>(p)] = &ctxs[p];
+  const tuner::Choice how = c.tuner_->choose(args, available);
+  if (!how.algorithm) return noAlgorithmFor(args);
+  algo::AlgoContext& ctx = ctxs[static_cast<int>(how.proto)];
+  ctx.progress = c.diag_->progress();
+  return how.algorithm->run(args, ctx);
+}
+
+Status OpRunner::waitDevicePrior(cuda::PriorWork* prior) {
+  Communicator& c = comm_;
+  Status s = prior->wait(c.makeWait());
+  if (!s.isOk()) {
+    s = s.withContext(strprintf("rank %d, waiting for the CUDA stream: ", c.rank_));
+    if (!c.failed_.load()) c.recordError(s);
+  }
+  return s;
+}
+
+Status OpRunner::noAlgorithmFor(const algo::CollArgs& args) {
+  Status status = makeError(Code::kInternalError, "no algorithm can run %s (count %zu, %s) on rank %d",
+                            algo::collTypeName(args.type), args.count, dataTypeName(args.dtype), comm_.rank_);
+  comm_.recordError(status);
+  return status;
+}
+
+}  // namespace loom
