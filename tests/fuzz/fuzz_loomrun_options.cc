@@ -34,7 +34,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   }
   const LaunchOptions& o = parsed.value();
-  if (o.showHelp) return 0;
+  // Either help asks for nothing else, so the rest is not checked then.
+  if (o.showHelp || o.envHelp != EnvHelpFormat::kNone) return 0;
   FUZZ_CHECK(o.localRanks >= 1 && o.localRanks <= kMaxLocalRanks);
   FUZZ_CHECK(o.nodes >= 1 && o.nodes <= kMaxNodes && o.nodeRank >= 0 && o.nodeRank < o.nodes);
   FUZZ_CHECK(!o.command.empty());
