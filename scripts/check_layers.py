@@ -219,13 +219,13 @@ def read_cmake_deps(path):
 
 
 def reachable(deps, start):
-    seen, todo = set(), [start]
-    while todo:
-        t = todo.pop()
+    seen, pending = set(), [start]
+    while pending:
+        t = pending.pop()
         for d in deps.get(t, ()):
             if d not in seen:
                 seen.add(d)
-                todo.append(d)
+                pending.append(d)
     return seen
 
 
