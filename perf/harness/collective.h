@@ -66,6 +66,7 @@ struct RankInfo {
   int32_t device = 0;
   int32_t group = 0;
   char host[64] = {};
+  char where[96] = {};  // "[cpu] host memory", "[0000:1b:00.0] NVIDIA H100 80GB HBM3"
 };
 
 // One rank's handle on the library under test. Every method that fails
@@ -93,6 +94,12 @@ class RankExecutor {
   // The algorithm/protocol that ran this rank's last collective, as the
   // library names it (no spaces); "-" when the library does not say.
   virtual std::string lastAlgorithm() { return "-"; }
+  // -G (device buffers only): what launch() enqueues between beginCapture
+  // and endCapture becomes a CUDA graph; replayCapture enqueues it once
+  // more. False from beginCapture: this executor cannot capture.
+  virtual bool beginCapture() { return false; }
+  virtual void endCapture() {}
+  virtual void replayCapture() {}
 };
 
 }  // namespace loom::perf

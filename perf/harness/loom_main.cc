@@ -2,12 +2,15 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "perf/harness/algo_compare.h"
+#include "perf/harness/device_buffers.h"
 #include "perf/harness/perf_options.h"
+#include "perf/harness/rank_layout.h"
 #include "perf/harness/sweep.h"
 
 namespace loom::perf {
@@ -26,14 +29,29 @@ namespace {
 
 class LoomExecutor final : public RankExecutor {
  public:
-  // blocking (-z 1): collectives go on the NULL stream, so each call returns
-  // when done (Loom runs it on the calling thread, as MPI's blocking calls do).
-  LoomExecutor(const LoomCollective& collective, const loomUniqueId& id, int rank, int nranks, bool blocking)
-      : collective_(collective), rank_(rank), nranks_(nranks), blocking_(blocking) {
+  // Host buffers (gpu null): collectives go on a Loom stream, or with
+  // blocking (-z 1) on the NULL stream, so each call returns when done (Loom
+  // runs it on the calling thread, as MPI's blocking calls do).
+  // Device buffers: collectives go on the Loom stream bound to the rank's
+  // CUDA stream (loomStreamFromCuda), and synchronize() is a CUDA stream
+  // synchronize, as in nccl-tests; -z 1 adds one after every call.
+  LoomExecutor(const LoomCollective& collective, const loomUniqueId& id, int rank, int nranks, bool blocking,
+               RankDevice* gpu)
+      : collective_(collective), rank_(rank), nranks_(nranks), blocking_(blocking), gpu_(gpu) {
     check("loomCommInitRank", loomCommInitRank(&comm_, nranks, id, rank));
     check("loomStreamCreate", loomStreamCreate(&stream_));
+    if (gpu_) {
+      check("loomStreamFromCuda", loomStreamFromCuda(gpu_->cudaStream(), &cudaBound_));
+      if (!cudaBound_) {
+        std::fprintf(stderr, "rank %d: loomStreamFromCuda returned no stream: Loom finds no usable CUDA device although"
+                     " the CUDA runtime lists device %d (use --host-mem for host buffers)\n", rank_, gpu_->device());
+        std::fflush(stderr);
+        std::_Exit(1);
+      }
+    }
   }
   ~LoomExecutor() override {
+    if (cudaBound_) check("loomStreamDestroy", loomStreamDestroy(cudaBound_));  // before its CUDA stream
     check("loomStreamDestroy", loomStreamDestroy(stream_));
     check("loomCommDestroy", loomCommDestroy(comm_));
   }
@@ -43,15 +61,38 @@ class LoomExecutor final : public RankExecutor {
   int rank() const override { return rank_; }
   int nranks() const override { return nranks_; }
   void launch(const CollArgs& args) override {
-    check(collective_.callName, collective_.run(args, comm_, blocking_ ? nullptr : stream_));
+    loomStream_t stream = gpu_ ? cudaBound_ : blocking_ ? nullptr : stream_;
+    const loomResult_t result = collective_.run(args, comm_, stream);
+    if (result != loomSuccess && capturing_) {
+      std::fprintf(stderr, "rank %d: -G: %s failed while the timed iterations were being captured into a CUDA graph"
+                   " (Loom refuses this capture; run without -G): %s: %s\n", rank_, collective_.callName,
+                   loomGetErrorString(result), loomGetLastError(comm_));
+      std::fflush(stdout);
+      std::fflush(stderr);
+      std::_Exit(1);
+    }
+    check(collective_.callName, result);
   }
   void groupStart() override { check("loomGroupStart", loomGroupStart()); }
   void groupEnd() override { check("loomGroupEnd", loomGroupEnd()); }
   // Blocking: every call already returned when done and stream_ holds no
   // work, so there is nothing to wait for (MPI's executor waits for nothing either).
   void synchronize() override {
-    if (!blocking_) check("loomStreamSynchronize", loomStreamSynchronize(stream_));
+    if (gpu_) gpu_->synchronize();
+    else if (!blocking_) check("loomStreamSynchronize", loomStreamSynchronize(stream_));
   }
+
+  bool beginCapture() override {
+    if (!gpu_) return false;
+    gpu_->beginCapture();
+    capturing_ = true;
+    return true;
+  }
+  void endCapture() override {
+    capturing_ = false;
+    gpu_->endCapture();
+  }
+  void replayCapture() override { gpu_->launchGraph(); }
 
   void barrier() override {
     const int32_t one = 1;
@@ -99,14 +140,18 @@ class LoomExecutor final : public RankExecutor {
   int rank_;
   int nranks_;
   bool blocking_;
+  RankDevice* gpu_;
   loomComm_t comm_ = nullptr;
-  loomStream_t stream_ = nullptr;
+  loomStream_t stream_ = nullptr;     // the harness's own calls, on host memory
+  loomStream_t cudaBound_ = nullptr;  // device buffers: bound to gpu_'s CUDA stream
+  bool capturing_ = false;
 };
 
 // How this process fits into the job.
 struct ProcessPlace {
-  int process = 0;    // RANK
-  int processes = 1;  // WORLD_SIZE
+  int process = 0;       // RANK
+  int processes = 1;     // WORLD_SIZE
+  int localProcess = 0;  // LOCAL_RANK (else RANK): which devices its ranks start at
   loomUniqueId id{};
 };
 
@@ -115,7 +160,12 @@ void readProcessPlace(const char* tool, ProcessPlace* place) {
   const bool launched = worldSize && *worldSize;
   const loomResult_t r = launched ? loomGetUniqueIdFromEnv(&place->id, &place->process, &place->processes)
                                   : loomGetUniqueId(&place->id);
-  if (r == loomSuccess) return;
+  if (r == loomSuccess) {
+    place->localProcess = place->process;
+    const char* local = std::getenv("LOCAL_RANK");
+    if (local && *local) place->localProcess = std::atoi(local);
+    return;
+  }
   std::fprintf(stderr, "%s: %s failed: %s: %s\n", tool, launched ? "loomGetUniqueIdFromEnv" : "loomGetUniqueId",
                loomGetErrorString(r), loomGetLastError(nullptr));
   std::fflush(stderr);
@@ -135,23 +185,46 @@ int loomPerfMain(int argc, char** argv, const LoomCollective& collective) {
 
   ProcessPlace place;
   readProcessPlace(argv[0], &place);
-  const int nranks = place.processes * options.threads;
+  const int nranks = place.processes * options.threads * options.gpus;
   if (collective.shape.usesRoot && options.root >= nranks) {
     if (place.process == 0) std::fprintf(stderr, "%s: -r %d is not a rank (there are %d)\n", argv[0], options.root, nranks);
     return 2;
   }
 
+  // --host-mem and --algos never touch the CUDA runtime.
+  const DeviceInventory devices = options.hostMemory || !options.algos.empty() ? DeviceInventory{} : findDevices();
+  const MemoryChoice memory = chooseMemory(options, devices.count, devices.whyNone);
+  if (!memory.error.empty()) {
+    if (place.process == 0) std::fprintf(stderr, "%s: %s\n", argv[0], memory.error.c_str());
+    return 2;
+  }
+  if (place.process == 0) {
+    std::printf("%s\n", memory.note.c_str());
+    std::fflush(stdout);
+  }
+
   if (!options.algos.empty())
     return runAlgoComparison(options, collective, place.id, place.process * options.threads, options.threads, nranks);
 
-  std::vector<SweepOutcome> outcomes(options.threads);
+  // One thread per rank: -t threads x -g ranks each (nccl-tests drives a
+  // thread's -g GPUs from that one thread; here each has its own, which
+  // gives the same ranks, devices and streams).
+  const int ranksHere = options.threads * options.gpus;
+  std::vector<SweepOutcome> outcomes(ranksHere);
   std::vector<std::thread> threads;
-  for (int t = 0; t < options.threads; ++t) {
-    threads.emplace_back([&, t] {
-      LoomExecutor executor(collective, place.id, place.process * options.threads + t, nranks, options.blocking);
-      outcomes[t] = runSweep(options, collective.shape, executor, SweepIdentity{"loom", "host memory", t});
-    });
-  }
+  for (int t = 0; t < options.threads; ++t)
+    for (int g = 0; g < options.gpus; ++g) {
+      const int local = t * options.gpus + g;
+      threads.emplace_back([&, t, g, local] {
+        std::unique_ptr<RankDevice> gpu;
+        const int rank = globalRank(place.process, t, g, options);
+        if (memory.device)
+          gpu = std::make_unique<RankDevice>(rank, deviceOf(place.localProcess, t, g, options, devices.count));
+        LoomExecutor executor(collective, place.id, rank, nranks, options.blocking, gpu.get());
+        outcomes[local] = runSweep(options, collective.shape, executor, SweepIdentity{"loom", "host memory", local},
+                                   gpu.get());
+      });
+    }
   for (std::thread& thread : threads) thread.join();
 
   int status = 0;

@@ -18,9 +18,10 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: %s [options]\n"
-    "  -t,--nthreads <n>       ranks run as threads of this process (default 1); total ranks =\n"
-    "                          WORLD_SIZE (from loomrun/torchrun, else 1) x n\n"
-    "  -g,--ngpus <1>          devices per thread (host memory: only 1)\n"
+    "  -t,--nthreads <n>       threads of this process (default 1); total ranks =\n"
+    "                          WORLD_SIZE (from loomrun/torchrun, else 1) x n x -g\n"
+    "  -g,--ngpus <n>          ranks per thread, one GPU each, devices taken round-robin (several\n"
+    "                          ranks may share one GPU); device buffers only (default 1)\n"
     "  -b,--minbytes <size>    smallest size, K/M/G suffixes (default 32M)\n"
     "  -e,--maxbytes <size>    largest size (default 32M)\n"
     "  -i,--stepbytes <size>   additive step when -f is 1 (default 1M)\n"
@@ -33,7 +34,8 @@ constexpr const char* kUsage =
     "  -d,--datatype <type>    int8|uint8|int32|uint32|int64|uint64|half|float|double|bfloat16|all\n"
     "                          (default float)\n"
     "  -r,--root <rank>        root of broadcast and reduce (default 0)\n"
-    "  -z,--blocking <0|1>     blocking collectives: NULL stream, each call returns when done (default 0)\n"
+    "  -z,--blocking <0|1>     blocking collectives: host buffers: NULL stream, each call returns when\n"
+    "                          done; device buffers: a stream synchronize after each call (default 0)\n"
     "  -a,--average <0..3>     time reported: 0 rank 0, 1 average, 2 min, 3 max (default 1)\n"
     "  -T,--timeout <seconds>  fail any wait longer than this (sets LOOM_TIMEOUT)\n"
     "  -J,--output_file <file> also write the results as JSON\n"
@@ -46,6 +48,12 @@ constexpr const char* kUsage =
     "                          LOOM_PROTO; e.g. --algos ring,tree,hd,rd,oneshot,auto or ring/ll,auto)\n"
     "  --reps <n>              --algos: rounds per size, each timing -n iterations of every\n"
     "                          communicator in a rotated order; the median counts (default 5)\n"
+    "  -G,--cudagraph <n>      capture the -n timed iterations as a CUDA graph and launch it n times\n"
+    "                          (device buffers; default 0: no graph)\n"
+    "  --host-mem              host buffers even when a CUDA device is usable (the default without one)\n"
+    "  --memcpy-baseline       device buffers: also time a device-to-device cudaMemcpyAsync of each\n"
+    "                          size (rank 0's GPU, alone) and print the out-of-place algbw as a share\n"
+    "                          of that copy's bandwidth\n"
     "  -h,--help               this text\n";
 
 bool parseLong(const char* text, long low, long high, long* value) {
@@ -90,6 +98,8 @@ bool parseTypes(std::string_view text, std::vector<loomDataType_t>* types) {
 // Long-only flags: getopt_long returns these codes (beyond any char).
 constexpr int kAlgosFlag = 256;
 constexpr int kRepsFlag = 257;
+constexpr int kHostMemFlag = 258;
+constexpr int kMemcpyBaselineFlag = 259;
 
 // Applies one flag; false when its value is invalid.
 bool applyFlag(int flag, const char* value, PerfOptions* o) {
@@ -97,7 +107,8 @@ bool applyFlag(int flag, const char* value, PerfOptions* o) {
   int v = 0;
   switch (flag) {
     case 't': return parseInt(value, 1, 1024, &o->threads);
-    case 'g': return parseInt(value, 1, 1, &o->gpus);
+    case 'g': return parseInt(value, 1, 1024, &o->gpus);
+    case 'G': return parseInt(value, 0, 1 << 20, &o->graphLaunches);
     case 'b': return parseSize(value, &o->minBytes);
     case 'e': return parseSize(value, &o->maxBytes);
     case 'i': return parseSize(value, &o->stepBytes);
@@ -132,6 +143,12 @@ std::string inconsistency(const PerfOptions& o) {
     std::snprintf(text, sizeof text, "-i 0 with -f 1 would never reach -e; give a step");
   else if (o.minBytes == 0 && o.stepFactor > 1 && o.maxBytes > 0)
     std::snprintf(text, sizeof text, "-b 0 with -f %ld would never grow; start at -b 1 or more", o.stepFactor);
+  else if (o.hostMemory && (o.gpus > 1 || o.graphLaunches > 0 || o.memcpyBaseline))
+    std::snprintf(text, sizeof text, "--host-mem with %s: that needs device buffers",
+                  o.gpus > 1 ? "-g > 1" : o.graphLaunches > 0 ? "-G" : "--memcpy-baseline");
+  else if (!o.algos.empty() && (o.gpus > 1 || o.graphLaunches > 0 || o.memcpyBaseline))
+    std::snprintf(text, sizeof text, "--algos with %s: --algos compares on host buffers, one rank per thread",
+                  o.gpus > 1 ? "-g > 1" : o.graphLaunches > 0 ? "-G" : "--memcpy-baseline");
   return text;
 }
 
@@ -168,6 +185,8 @@ ParseOutcome parseOptions(int argc, char** argv, PerfOptions* options, bool quie
       {"average", required_argument, nullptr, 'a'},   {"timeout", required_argument, nullptr, 'T'},
       {"output_file", required_argument, nullptr, 'J'}, {"membound", required_argument, nullptr, 'M'},
       {"algos", required_argument, nullptr, kAlgosFlag}, {"reps", required_argument, nullptr, kRepsFlag},
+      {"cudagraph", required_argument, nullptr, 'G'}, {"host-mem", no_argument, nullptr, kHostMemFlag},
+      {"memcpy-baseline", no_argument, nullptr, kMemcpyBaselineFlag},
       {"help", no_argument, nullptr, 'h'},
       {nullptr, 0, nullptr, 0}};
   const char* tool = argc > 0 ? argv[0] : "perf";
@@ -178,7 +197,7 @@ ParseOutcome parseOptions(int argc, char** argv, PerfOptions* options, bool quie
   opterr = 0;  // getopt's own messages would not name the value
   optind = 1;
   int flag = 0;
-  while ((flag = getopt_long(argc, argv, ":t:g:b:e:i:f:n:w:m:c:o:d:r:z:a:T:J:M:h", kLong, nullptr)) != -1) {
+  while ((flag = getopt_long(argc, argv, ":t:g:b:e:i:f:n:w:m:c:o:d:r:z:a:T:J:M:G:h", kLong, nullptr)) != -1) {
     if (flag == 'h') {
       if (!quiet) std::printf(kUsage, tool);
       return ParseOutcome::kHelp;
@@ -193,8 +212,10 @@ ParseOutcome parseOptions(int argc, char** argv, PerfOptions* options, bool quie
       if (!parseAlgoList(optarg, &options->algos, &why)) return reject("--algos '" + std::string(optarg) + "': " + why);
       continue;
     }
-    if (flag == 'g' && !applyFlag(flag, optarg, options))
-      return reject(std::string("invalid value '") + optarg + "' for -g: host memory means one device per thread, -g 1");
+    if (flag == kHostMemFlag || flag == kMemcpyBaselineFlag) {
+      (flag == kHostMemFlag ? options->hostMemory : options->memcpyBaseline) = true;
+      continue;
+    }
     if (!applyFlag(flag, optarg, options))
       return reject(std::string("invalid value '") + optarg + "' for " +
                     (flag == kRepsFlag ? std::string("--reps") : std::string("-") + static_cast<char>(flag)));

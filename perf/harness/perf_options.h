@@ -14,8 +14,8 @@ namespace loom::perf {
 enum class TimeCombine { kRank0 = 0, kAverage = 1, kMin = 2, kMax = 3 };
 
 struct PerfOptions {
-  int threads = 1;                      // -t: ranks driven by threads of this process
-  int gpus = 1;                         // -g: accepted for compatibility; host memory needs 1
+  int threads = 1;                      // -t: threads of this process
+  int gpus = 1;                         // -g: ranks (GPUs) per thread; device buffers only
   size_t minBytes = 32u << 20;          // -b
   size_t maxBytes = 32u << 20;          // -e
   size_t stepBytes = 1u << 20;          // -i: additive step, used when stepFactor == 1
@@ -39,6 +39,14 @@ struct PerfOptions {
   // the nccl-tests table; "auto" is Loom's own choice. Empty: the normal sweep.
   std::vector<std::string> algos;
   int algoReps = 5;                     // --reps: interleaved rounds per size (--algos)
+  // -G: capture the -n timed iterations as a CUDA graph and launch it this
+  // many times (nccl-tests' cudaGraphLaunches); 0: launch the calls directly.
+  int graphLaunches = 0;
+  // --host-mem: host buffers even where a CUDA device could hold them.
+  bool hostMemory = false;
+  // --memcpy-baseline: time a device-to-device cudaMemcpyAsync of each size
+  // in the same run and print the collective's bandwidth as a share of it.
+  bool memcpyBaseline = false;
 };
 
 enum class ParseOutcome { kRun, kHelp, kError };

@@ -52,15 +52,15 @@ void printHeader(FILE* out, const PerfOptions& o) {
                o.maxBytes);
   if (o.stepFactor > 1) std::fprintf(out, "%ld(factor)", o.stepFactor);
   else std::fprintf(out, "%zu(bytes)", o.stepBytes);
-  std::fprintf(out, " warmup iters: %d iters: %d agg iters: %d validation: %d graph: 0\n#\n", o.warmupIters,
-               o.iters, o.aggIters, o.check ? 1 : 0);
+  std::fprintf(out, " warmup iters: %d iters: %d agg iters: %d validation: %d graph: %d\n#\n", o.warmupIters,
+               o.iters, o.aggIters, o.check ? 1 : 0, o.graphLaunches);
 }
 
-void printDevices(FILE* out, const std::vector<RankInfo>& ranks, const char* deviceText) {
+void printDevices(FILE* out, const std::vector<RankInfo>& ranks) {
   std::fprintf(out, "# Using devices\n");
   for (const RankInfo& r : ranks)
-    std::fprintf(out, "#  Rank %2d Group %2d Pid %6d on %10s device %2d [cpu] %s\n", r.rank, r.group, r.pid, r.host,
-                 r.device, deviceText);
+    std::fprintf(out, "#  Rank %2d Group %2d Pid %6d on %10s device %2d %.*s\n", r.rank, r.group, r.pid, r.host,
+                 r.device, static_cast<int>(sizeof r.where), r.where);
   std::fprintf(out, "#\n");
 }
 
@@ -73,16 +73,18 @@ void printMemoryBound(FILE* out, const StreamBandwidth& stream, double trafficFa
                kMemoryBoundMinBytes >> 20);
 }
 
-void printTableHeader(FILE* out, bool memoryBound) {
+void printTableHeader(FILE* out, ExtraColumns extra) {
   // Each title centred over its four columns (33 characters after the 52 of size..root).
   std::fprintf(out, "#%51s%22s%11s%20s%13s\n", "", "out-of-place", "", "in-place", "");
   std::fprintf(out, "#%11s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s", "size", "count", "type",
                "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong");
-  if (memoryBound) std::fprintf(out, "  %6s  %6s", "%mem", "%mem");
+  if (extra.memoryBound) std::fprintf(out, "  %6s  %6s", "%mem", "%mem");
+  if (extra.copy) std::fprintf(out, "  %7s  %7s  %6s", "copy", "copybw", "%copy");
   std::fprintf(out, "  algorithm\n");
   std::fprintf(out, "#%11s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s", "(B)", "(elements)", "",
                "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "");
-  if (memoryBound) std::fprintf(out, "  %6s  %6s", "(oop)", "(ip)");
+  if (extra.memoryBound) std::fprintf(out, "  %6s  %6s", "(oop)", "(ip)");
+  if (extra.copy) std::fprintf(out, "  %7s  %7s  %6s", "(us)", "(GB/s)", "(oop)");
   std::fprintf(out, "\n");
 }
 
@@ -92,13 +94,28 @@ std::string algorithmColumn(const ResultRow& row) {
   return oop == ip ? oop : oop + "|" + ip;
 }
 
-void printRow(FILE* out, const ResultRow& row, bool memoryBound) {
+double copyShare(const ResultRow& row) {
+  if (row.copy.timeUs < 0 || row.copy.bw <= 0) return -1;
+  return row.outOfPlace.algBw / row.copy.bw;
+}
+
+void printRow(FILE* out, const ResultRow& row, ExtraColumns extra) {
   std::fprintf(out, "%12zu  %12zu  %8s  %6s  %6d", row.bytes, row.count, typeName(row.type), row.redop, row.root);
   printPlacement(out, row.outOfPlace);
   printPlacement(out, row.inPlace);
-  if (memoryBound) {
+  if (extra.memoryBound) {
     printShare(out, row.outOfPlace.memShare);
     printShare(out, row.inPlace.memShare);
+  }
+  if (extra.copy) {
+    if (row.copy.timeUs < 0) {
+      std::fprintf(out, "  %7s  %7s", "-", "-");
+    } else {
+      char time[32];
+      formatTime(time, row.copy.timeUs);
+      std::fprintf(out, "  %7s  %7.2f", time, row.copy.bw);
+    }
+    printShare(out, copyShare(row));
   }
   std::fprintf(out, "  %s\n", algorithmColumn(row).c_str());
   std::fflush(out);
@@ -131,6 +148,7 @@ bool writeJson(const std::string& path, const PerfOptions& o, const std::vector<
     jsonPlacement(f, "out_of_place", r.outOfPlace);
     std::fprintf(f, ", ");
     jsonPlacement(f, "in_place", r.inPlace);
+    if (r.copy.timeUs >= 0) std::fprintf(f, ", \"copy_us\": %.3f, \"copy_gbps\": %.4f", r.copy.timeUs, r.copy.bw);
     std::fprintf(f, "}");
   }
   std::fprintf(f, "\n  ],\n  \"out_of_bounds\": %lld, \"wrong\": %lld, \"avg_busbw_gbps\": %.4f\n}\n",

@@ -22,6 +22,12 @@ struct PlacementResult {
   std::string algorithm = "-";  // what the library says ran the timed calls
 };
 
+// --memcpy-baseline: a device-to-device copy of the row's size, timed alone.
+struct CopyBaseline {
+  double timeUs = -1;  // < 0: not measured
+  double bw = 0;       // GB/s: bytes copied / time
+};
+
 struct ResultRow {
   size_t bytes = 0;
   size_t count = 0;
@@ -30,6 +36,7 @@ struct ResultRow {
   int root = -1;
   PlacementResult outOfPlace;
   PlacementResult inPlace;
+  CopyBaseline copy;
 };
 
 struct RunSummary {
@@ -43,15 +50,26 @@ struct RunSummary {
 };
 
 void printHeader(FILE* out, const PerfOptions& options);
-void printDevices(FILE* out, const std::vector<RankInfo>& ranks, const char* deviceText);
+// One line per rank, ending with its RankInfo::where.
+void printDevices(FILE* out, const std::vector<RankInfo>& ranks);
 // The stream bandwidth and the bound's formula, as "#" lines.
 void printMemoryBound(FILE* out, const StreamBandwidth& stream, double trafficFactor, int nranks);
+// Which of the columns added after nccl-tests' a table has.
+struct ExtraColumns {
+  bool memoryBound = false;  // -M: %mem out of place and in place
+  bool copy = false;         // --memcpy-baseline: copy time, copy bandwidth, %copy
+};
+
 // nccl-tests' columns, then (memoryBound) the out-of-place and in-place
-// shares of the memory-traffic bound in percent, then the algorithm that ran
-// (out of place; "oop|ip" when in place ran another). The added columns come
-// last so that parsers of nccl-tests' columns keep working.
-void printTableHeader(FILE* out, bool memoryBound = false);
-void printRow(FILE* out, const ResultRow& row, bool memoryBound = false);
+// shares of the memory-traffic bound in percent, then (copy) the time and
+// bandwidth of a device-to-device copy of the size and the out-of-place
+// algbw in percent of that bandwidth, then the algorithm that ran (out of
+// place; "oop|ip" when in place ran another). The added columns come last so
+// that parsers of nccl-tests' columns keep working.
+void printTableHeader(FILE* out, ExtraColumns extra = {});
+void printRow(FILE* out, const ResultRow& row, ExtraColumns extra = {});
+// The %copy column: out-of-place algbw / copy bandwidth; < 0 when not measured.
+double copyShare(const ResultRow& row);
 // What the algorithm column shows for one row.
 std::string algorithmColumn(const ResultRow& row);
 void printFooter(FILE* out, const RunSummary& summary);

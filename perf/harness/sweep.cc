@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "perf/harness/datatypes.h"
+#include "perf/harness/device_buffers.h"
 #include "perf/harness/memory_bound.h"
 #include "perf/harness/report.h"
 
@@ -44,6 +45,30 @@ class HostBuffer {
   std::unique_ptr<std::byte, Free> data_;
 };
 
+// One of the sweep's two buffers. The collective gets data(); the harness
+// writes inputs and reads results in host(). With device buffers host() is
+// a mirror that upload() and download() copy to and from the device; with
+// host buffers both are the same memory and the copies do nothing.
+class SweepBuffer {
+ public:
+  SweepBuffer(size_t bytes, const RankDevice* gpu) : host_(bytes), gpu_(gpu) {
+    if (gpu_) device_ = std::make_unique<DeviceBuffer>(*gpu_, bytes);
+  }
+  std::byte* data() const { return device_ ? static_cast<std::byte*>(device_->data()) : host_.data(); }
+  std::byte* host() const { return host_.data(); }
+  void upload(size_t bytes) const {
+    if (device_ && bytes) gpu_->upload(device_->data(), host_.data(), bytes);
+  }
+  void download(size_t bytes) const {
+    if (device_ && bytes) gpu_->download(host_.data(), device_->data(), bytes);
+  }
+
+ private:
+  HostBuffer host_;
+  const RankDevice* gpu_;
+  std::unique_ptr<DeviceBuffer> device_;
+};
+
 // The elements, from the start of the in-place buffer, that an in-place call may touch.
 size_t inPlaceExtent(const BufferLayout& l, int nranks) {
   const size_t last = static_cast<size_t>(nranks - 1);
@@ -66,6 +91,8 @@ struct Placement {
   size_t sendCount = 0;
   size_t recvCount = 0;
   std::vector<std::byte*> guards;
+  size_t sendExtent = 0;  // bytes from the start of each buffer up to the end of its guard
+  size_t recvExtent = 0;
 };
 
 // Out of place the call uses both buffers from their start; in place it uses
@@ -81,10 +108,13 @@ Placement placementFor(const BufferLayout& l, const CollArgs& base, bool inPlace
     p.args.sendbuff = recv + l.sendInPlaceOffset * rank * ts;
     p.args.recvbuff = recv + l.recvInPlaceOffset * rank * ts;
     p.guards = {recv + inPlaceExtent(l, nranks) * ts};
+    p.recvExtent = inPlaceExtent(l, nranks) * ts + kGuardBytes;
   } else {
     p.args.sendbuff = send;
     p.args.recvbuff = recv;
     p.guards = {send + l.sendCount * ts, recv + l.recvCount * ts};
+    p.sendExtent = l.sendCount * ts + kGuardBytes;
+    p.recvExtent = l.recvCount * ts + kGuardBytes;
   }
   return p;
 }
@@ -93,6 +123,16 @@ struct Measurement {
   const PerfOptions& options;
   const CollectiveShape& shape;
   RankExecutor& executor;
+  const SweepBuffer& send;
+  const SweepBuffer& recv;
+};
+
+// A placement twice: `call` points into the buffers the collective gets,
+// `host` to the same places in the host memory the harness fills and checks
+// (the same pointers with host buffers).
+struct PlacedCall {
+  Placement call;
+  Placement host;
 };
 
 void runIteration(const Measurement& m, const CollArgs& args) {
@@ -101,10 +141,36 @@ void runIteration(const Measurement& m, const CollArgs& args) {
   if (m.options.aggIters > 1) m.executor.groupEnd();
 }
 
+[[noreturn]] void cannotCapture(const Measurement& m) {
+  std::fprintf(stderr, "rank %d: -G: this library's executor cannot capture CUDA graphs\n", m.executor.rank());
+  std::fflush(stderr);
+  std::_Exit(1);
+}
+
+// -G: the -n iterations captured once as a graph, then the graph launched
+// -G times; seconds per operation. Like nccl-tests, the capture itself is
+// not timed.
+double timeGraph(const Measurement& m, const CollArgs& args) {
+  if (!m.executor.beginCapture()) cannotCapture(m);
+  for (int i = 0; i < m.options.iters; ++i) runIteration(m, args);
+  m.executor.endCapture();
+  m.executor.barrier();
+  const auto start = std::chrono::steady_clock::now();
+  for (int g = 0; g < m.options.graphLaunches; ++g) {
+    m.executor.replayCapture();
+    if (m.options.blocking) m.executor.synchronize();
+  }
+  m.executor.synchronize();
+  const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
+  return elapsed.count() /
+         (static_cast<double>(m.options.graphLaunches) * m.options.iters * m.options.aggIters);
+}
+
 // Seconds per operation on this rank: warm-up, align the ranks, then time.
 double timeOperation(const Measurement& m, const CollArgs& args) {
   for (int i = 0; i < m.options.warmupIters; ++i) runIteration(m, args);
   m.executor.synchronize();
+  if (m.options.graphLaunches > 0) return timeGraph(m, args);
   m.executor.barrier();
   const auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < m.options.iters; ++i) {
@@ -126,10 +192,15 @@ double combineTime(const Measurement& m, double seconds) {
 }
 
 // Poisons what the call must write, then writes this rank's input (in place,
-// the input may overlap the poisoned region, as the call expects).
-void prepareData(const Measurement& m, const Placement& p, const DataContext& data) {
-  fillPoison(p.args.type, p.args.recvbuff, p.recvCount);
-  m.shape.fillInput(data, const_cast<void*>(p.args.sendbuff), p.sendCount);
+// the input may overlap the poisoned region, as the call expects), in host
+// memory; then copies what the call may touch, guards included, to the device.
+void prepareData(const Measurement& m, const PlacedCall& p, const DataContext& data, bool setGuards) {
+  fillPoison(p.host.args.type, p.host.args.recvbuff, p.host.recvCount);
+  m.shape.fillInput(data, const_cast<void*>(p.host.args.sendbuff), p.host.sendCount);
+  if (setGuards)
+    for (std::byte* guard : p.host.guards) std::memset(guard, kGuardByte, kGuardBytes);
+  m.send.upload(p.host.sendExtent);
+  m.recv.upload(p.host.recvExtent);
 }
 
 struct CheckCounts {
@@ -138,14 +209,15 @@ struct CheckCounts {
 };
 
 // One more call on fresh data, then its result and guard bytes, summed over ranks.
-CheckCounts checkOperation(const Measurement& m, const Placement& p, const DataContext& data) {
-  prepareData(m, p, data);
-  for (std::byte* guard : p.guards) std::memset(guard, kGuardByte, kGuardBytes);
-  m.executor.launch(p.args);
+CheckCounts checkOperation(const Measurement& m, const PlacedCall& p, const DataContext& data) {
+  prepareData(m, p, data, /*setGuards=*/true);
+  m.executor.launch(p.call.args);
   m.executor.synchronize();
+  m.send.download(p.host.sendExtent);
+  m.recv.download(p.host.recvExtent);
   CheckCounts local;
-  local.wrong = m.shape.countWrong(data, p.args.recvbuff, p.recvCount);
-  for (const std::byte* guard : p.guards)
+  local.wrong = m.shape.countWrong(data, p.host.args.recvbuff, p.host.recvCount);
+  for (const std::byte* guard : p.host.guards)
     for (size_t i = 0; i < kGuardBytes; ++i) local.outOfBounds += guard[i] != std::byte{kGuardByte};
   return {m.executor.allReduceSum(local.wrong), m.executor.allReduceSum(local.outOfBounds)};
 }
@@ -158,10 +230,13 @@ namespace {
 // streamBytesPerSecond > 0 turns on the memory-bound shares.
 class Sweep {
  public:
-  Sweep(const PerfOptions& o, const CollectiveShape& shape, RankExecutor& executor, double streamBytesPerSecond)
-      : m_{o, shape, executor},
-        send_(bufferBytes(o, shape, executor.nranks())),
-        recv_(bufferBytes(o, shape, executor.nranks())),
+  Sweep(const PerfOptions& o, const CollectiveShape& shape, RankExecutor& executor, double streamBytesPerSecond,
+        const RankDevice* gpu)
+      : capacity_(bufferBytes(o, shape, executor.nranks())),
+        send_(capacity_, gpu),
+        recv_(capacity_, gpu),
+        m_{o, shape, executor, send_, recv_},
+        gpu_(gpu),
         printing_(executor.rank() == 0),
         streamBytesPerSecond_(streamBytesPerSecond),
         trafficFactor_(streamBytesPerSecond > 0 ? shape.memTrafficFactor(executor.nranks()) : 0.0) {}
@@ -190,22 +265,39 @@ class Sweep {
     const CollArgs base{nullptr, nullptr, layout.paramCount, type, m_.shape.usesOp ? op : loomSum,
                         m_.options.root};
     ResultRow row{layout.reportedCount * ts, layout.reportedCount, type,
-                  m_.shape.usesOp ? opName(op) : "none", m_.shape.usesRoot ? m_.options.root : -1, {}, {}};
+                  m_.shape.usesOp ? opName(op) : "none", m_.shape.usesRoot ? m_.options.root : -1, {}, {}, {}};
+    if (m_.options.memcpyBaseline && gpu_) row.copy = copyBaseline(row.bytes);
     for (int inPlace = 0; inPlace < 2; ++inPlace) {
-      const Placement p = placementFor(layout, base, inPlace, rank, nranks, send_.data(), recv_.data());
+      const PlacedCall p{placementFor(layout, base, inPlace, rank, nranks, send_.data(), recv_.data()),
+                         placementFor(layout, base, inPlace, rank, nranks, send_.host(), recv_.host())};
       const DataContext data{DataSpec{type, op, nranks, seed + inPlace}, rank, m_.options.root};
       (inPlace ? row.inPlace : row.outOfPlace) = measure(p, data, row.bytes);
     }
     if (printing_) {
-      printRow(stdout, row, streamBytesPerSecond_ > 0);
+      printRow(stdout, row, ExtraColumns{streamBytesPerSecond_ > 0, m_.options.memcpyBaseline && gpu_});
       rows_.push_back(row);
     }
   }
 
-  PlacementResult measure(const Placement& p, const DataContext& data, size_t bytes) {
-    prepareData(m_, p, data);
+  // --memcpy-baseline: rank 0 alone copies `bytes` device to device, with the
+  // collective's -w and -n, while the other ranks wait, so that the copy has
+  // the GPU to itself as a 1-rank collective would. Printed by rank 0 only.
+  CopyBaseline copyBaseline(size_t bytes) {
+    CopyBaseline copy;
+    m_.executor.barrier();
+    if (printing_ && bytes > 0 && bytes <= capacity_) {
+      const double seconds = gpu_->timeCopy(recv_.data(), send_.data(), bytes, m_.options.warmupIters, m_.options.iters);
+      copy.timeUs = seconds * 1e6;
+      copy.bw = seconds > 0 ? static_cast<double>(bytes) / 1e9 / seconds : 0.0;
+    }
+    m_.executor.barrier();
+    return copy;
+  }
+
+  PlacementResult measure(const PlacedCall& p, const DataContext& data, size_t bytes) {
+    prepareData(m_, p, data, /*setGuards=*/false);
     PlacementResult r;
-    const double mine = timeOperation(m_, p.args);
+    const double mine = timeOperation(m_, p.call.args);
     // Before combineTime: its all-reduce would become the last collective.
     if (printing_) r.algorithm = m_.executor.lastAlgorithm();
     const double seconds = combineTime(m_, mine);
@@ -224,9 +316,11 @@ class Sweep {
     return r;
   }
 
+  size_t capacity_;
+  SweepBuffer send_;
+  SweepBuffer recv_;
   Measurement m_;
-  HostBuffer send_;
-  HostBuffer recv_;
+  const RankDevice* gpu_;
   bool printing_;
   std::vector<ResultRow> rows_;
   int64_t wrong_ = 0;
@@ -237,32 +331,43 @@ class Sweep {
   double trafficFactor_;
 };
 
-RankInfo describeRank(int rank, int device) {
+RankInfo describeRank(int rank, const SweepIdentity& identity, const RankDevice* gpu) {
   RankInfo info;
   info.rank = rank;
   info.pid = static_cast<int32_t>(getpid());
-  info.device = device;
+  info.device = gpu ? gpu->device() : identity.device;
   if (gethostname(info.host, sizeof info.host - 1) != 0) std::snprintf(info.host, sizeof info.host, "unknown");
+  if (gpu) std::snprintf(info.where, sizeof info.where, "%s", gpu->description().c_str());
+  else std::snprintf(info.where, sizeof info.where, "[cpu] %s", identity.deviceText);
   return info;
 }
 
 }  // namespace
 
 SweepOutcome runSweep(const PerfOptions& options, const CollectiveShape& shape, RankExecutor& executor,
-                      const SweepIdentity& identity) {
+                      const SweepIdentity& identity, const RankDevice* gpu) {
   const bool printing = executor.rank() == 0;
   if (printing) printHeader(stdout, options);
-  const std::vector<RankInfo> ranks = executor.allGatherInfo(describeRank(executor.rank(), identity.device));
-  if (printing) printDevices(stdout, ranks, identity.deviceText);
+  const std::vector<RankInfo> ranks = executor.allGatherInfo(describeRank(executor.rank(), identity, gpu));
+  if (printing) printDevices(stdout, ranks);
   StreamBandwidth stream;
-  if (options.memoryBound != 0 && shape.memTrafficFactor) {
+  if (gpu) {
+    // The bound is about host memory; a device's own bound is its copy.
+    if (printing && options.memoryBound == 1)
+      std::printf("# -M 1: the memory-traffic bound is measured in host memory; with device buffers"
+                  " --memcpy-baseline compares with the device's copy instead\n#\n");
+  } else if (options.memoryBound != 0 && shape.memTrafficFactor) {
     stream = measureStreamBandwidth(executor, streamBufferBytes(executor.nranks()));
     if (printing) printMemoryBound(stdout, stream, shape.memTrafficFactor(executor.nranks()), executor.nranks());
   } else if (printing && options.memoryBound == 1) {
     std::printf("# -M 1: no memory-traffic bound is defined for %s; not measured\n#\n", shape.toolName);
   }
-  if (printing) printTableHeader(stdout, stream.bytesPerSecond > 0);
-  Sweep sweep(options, shape, executor, stream.bytesPerSecond);
+  if (printing && gpu && options.memcpyBaseline)
+    std::printf("# copy: device-to-device cudaMemcpyAsync of the size on rank 0's GPU, alone, -w %d then -n %d"
+                " back to back; copybw = size / time; %%copy = out-of-place algbw / copybw\n#\n",
+                options.warmupIters, options.iters);
+  if (printing) printTableHeader(stdout, ExtraColumns{stream.bytesPerSecond > 0, options.memcpyBaseline && gpu});
+  Sweep sweep(options, shape, executor, stream.bytesPerSecond, gpu);
   const std::vector<loomRedOp_t> ops = shape.usesOp ? options.ops : std::vector<loomRedOp_t>{loomNumOps};
   for (loomDataType_t type : options.types)
     for (loomRedOp_t op : ops) sweep.runSizes(type, op, (static_cast<uint64_t>(type) << 40) ^ (static_cast<uint64_t>(op) << 32));

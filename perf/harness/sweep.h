@@ -6,14 +6,15 @@
 #include <cstdint>
 
 #include "perf/harness/collective.h"
+#include "perf/harness/device_buffers.h"
 #include "perf/harness/perf_options.h"
 
 namespace loom::perf {
 
 struct SweepIdentity {
   const char* library;     // "loom" or "openmpi" (JSON)
-  const char* deviceText;  // after "[cpu]" on the device lines
-  int device;              // this rank's device column (its thread index)
+  const char* deviceText;  // after "[cpu]" on the device lines (host buffers)
+  int device;              // this rank's device column with host buffers (its thread index)
 };
 
 struct SweepOutcome {
@@ -24,8 +25,11 @@ struct SweepOutcome {
 
 // Runs the whole sweep on one rank; every rank of the job must call it with
 // the same options. Rank 0 prints to stdout (and writes -J); the others print
-// nothing. Methods of `executor` end the process on library errors.
+// nothing. Methods of `executor` end the process on library errors. With
+// `gpu` the buffers are device memory on it (inputs written and results
+// checked through host copies) and the executor's calls run on its stream;
+// without, host memory.
 SweepOutcome runSweep(const PerfOptions& options, const CollectiveShape& shape, RankExecutor& executor,
-                      const SweepIdentity& identity);
+                      const SweepIdentity& identity, const RankDevice* gpu = nullptr);
 
 }  // namespace loom::perf

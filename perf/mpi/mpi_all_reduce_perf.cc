@@ -127,6 +127,8 @@ std::string unsupported(PerfOptions* o, bool printing) {
   if (o->threads != 1) return "-t must be 1: each MPI process is one rank";
   if (!o->algos.empty()) return "--algos compares Loom's algorithms; Open MPI has none to force";
   if (o->aggIters != 1) return "-m must be 1: MPI has no group calls";
+  if (o->gpus != 1 || o->graphLaunches != 0 || o->memcpyBaseline)
+    return "-g, -G and --memcpy-baseline need device buffers: the Open MPI baseline uses host memory";
   std::vector<loomDataType_t> kept;
   for (loomDataType_t t : o->types)
     if (mpiType(t)) kept.push_back(t);
@@ -149,7 +151,7 @@ int mpiMain(int argc, char** argv) {
   static const CollectiveShape kShape{"mpi_all_reduce_perf", /*usesOp=*/true, /*usesRoot=*/false, layout, fillInput,
                                       countWrong, busBwFactor, allReduceMemTrafficFactor};
   const SweepOutcome outcome =
-      runSweep(options, kShape, executor, SweepIdentity{"openmpi", "host memory (Open MPI)", 0});
+      runSweep(options, kShape, executor, SweepIdentity{"openmpi", "host memory (Open MPI)", 0}, nullptr);
   // Every rank holds the summed counts, so every process agrees on the status.
   return outcome.wrong != 0 || outcome.outOfBounds != 0 || !outcome.reportWritten ? 1 : 0;
 }

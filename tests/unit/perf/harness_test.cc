@@ -263,7 +263,7 @@ TEST(OptionsTest, RejectsBadFlags) {
   const std::vector<std::vector<std::string>> bad = {
       {"-x"},          {"-b", "12Q"},     {"-b", "-5"},       {"-e", ""},          {"-d", "fp8"},
       {"-o", "xor"},   {"-t", "0"},       {"-n", "0"},        {"-c", "2"},         {"-a", "4"},
-      {"-z", "yes"},   {"-g", "2"},       {"-T", "0"},        {"-b", "1M", "-e", "1K"},
+      {"-z", "yes"},   {"-g", "0"},       {"-T", "0"},        {"-b", "1M", "-e", "1K"},
       {"-f", "1", "-i", "0", "-b", "8", "-e", "16"},          {"-b", "0", "-f", "2", "-e", "8"},
       {"stray"},       {"-n"},            {"--nosuch"},       {"-r", "x"},         {"-M", "2"},
       {"-M", "on"}};
@@ -347,7 +347,7 @@ TEST(ReportTest, RowKeepsNcclTestsColumnsThenSharesThenAlgorithm) {
   EXPECT_EQ(plain[12], "N/A");
   EXPECT_EQ(plain[13], "ring/Simple");
 
-  const auto bound = words(printedLines([&](FILE* f) { printRow(f, row, true); }).at(0));
+  const auto bound = words(printedLines([&](FILE* f) { printRow(f, row, ExtraColumns{true, false}); }).at(0));
   ASSERT_EQ(bound.size(), 16u);
   EXPECT_EQ(bound[13], "61.5");  // percent, one decimal
   EXPECT_EQ(bound[14], "-");     // not reported
@@ -359,18 +359,48 @@ TEST(ReportTest, RowKeepsNcclTestsColumnsThenSharesThenAlgorithm) {
   EXPECT_EQ(words(printedLines([&](FILE* f) { printRow(f, mixed); }).at(0)).back(), "ring/Simple|tree/LL");
 }
 
+// --memcpy-baseline: copy time, copy bandwidth and the out-of-place algbw as
+// a percentage of it, after nccl-tests' columns and before the algorithm.
+TEST(ReportTest, CopyBaselineColumnsComeBeforeTheAlgorithm) {
+  ResultRow row = sampleRow();
+  row.copy = {2000.0, 8.0};
+  EXPECT_DOUBLE_EQ(copyShare(row), 5.44 / 8.0);
+  const auto copy = words(printedLines([&](FILE* f) { printRow(f, row, ExtraColumns{false, true}); }).at(0));
+  ASSERT_EQ(copy.size(), 17u);
+  EXPECT_EQ(copy[13], "2000.0");
+  EXPECT_EQ(copy[14], "8.00");
+  EXPECT_EQ(copy[15], "68.0");
+  EXPECT_EQ(copy[16], "ring/Simple");
+
+  row.copy = {};  // not measured (another rank printed, or the size did not fit): dashes
+  EXPECT_LT(copyShare(row), 0);
+  const auto missing = words(printedLines([&](FILE* f) { printRow(f, row, ExtraColumns{true, true}); }).at(0));
+  ASSERT_EQ(missing.size(), 19u);
+  EXPECT_EQ(missing[15], "-");
+  EXPECT_EQ(missing[16], "-");
+  EXPECT_EQ(missing[17], "-");
+}
+
 // Each title line has one title per column of a row (after its "#").
 TEST(ReportTest, HeaderTitlesEveryColumn) {
-  for (bool bound : {false, true}) {
-    const auto header = printedLines([&](FILE* f) { printTableHeader(f, bound); });
-    ASSERT_EQ(header.size(), 3u);
-    const auto titles = words(header[1]);
-    const auto row = words(printedLines([&](FILE* f) { printRow(f, sampleRow(), bound); }).at(0));
-    ASSERT_EQ(titles.front(), "#");
-    EXPECT_EQ(titles.size() - 1, row.size()) << "bound " << bound;
-    EXPECT_EQ(titles.back(), "algorithm");
-    EXPECT_EQ(header[1].find("%mem") != std::string::npos, bound);
-  }
+  for (bool bound : {false, true})
+    for (bool copy : {false, true}) {
+      const ExtraColumns extra{bound, copy};
+      ResultRow sample = sampleRow();
+      if (copy) sample.copy = {3.5, 1.25};
+      const auto header = printedLines([&](FILE* f) { printTableHeader(f, extra); });
+      ASSERT_EQ(header.size(), 3u);
+      const auto titles = words(header[1]);
+      const auto units = words(header[2]);
+      const auto row = words(printedLines([&](FILE* f) { printRow(f, sample, extra); }).at(0));
+      ASSERT_EQ(titles.front(), "#");
+      EXPECT_EQ(titles.size() - 1, row.size()) << "bound " << bound << " copy " << copy;
+      EXPECT_EQ(titles.back(), "algorithm");
+      EXPECT_EQ(header[1].find("%mem") != std::string::npos, bound);
+      EXPECT_EQ(header[1].find("%copy") != std::string::npos, copy);
+      EXPECT_EQ(header[2].find("(oop)") != std::string::npos, bound || copy);
+      EXPECT_FALSE(units.empty());
+    }
 }
 
 // --- the memory-traffic bound ------------------------------------------------
