@@ -168,7 +168,10 @@ double timeGraph(const Measurement& m, const CollArgs& args) {
 
 // Seconds per operation on this rank: warm-up, align the ranks, then time.
 double timeOperation(const Measurement& m, const CollArgs& args) {
-  for (int i = 0; i < m.options.warmupIters; ++i) runIteration(m, args);
+  for (int i = 0; i < m.options.warmupIters; ++i) {
+    runIteration(m, args);
+    if (m.options.blocking) m.executor.synchronize();  // -z 1: never more than one call in flight
+  }
   m.executor.synchronize();
   if (m.options.graphLaunches > 0) return timeGraph(m, args);
   m.executor.barrier();

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# gpu_pack.sh [BUILD_DIR]
+# Packs what scripts/gpu_check.sh runs on a GPU machine into .gpu/ of this
+# checkout (git-ignored): the GPU test binaries (every *gpu*test target of the
+# tree: cuda_gpu_test, kernels_cuda_gpu_test, ...), the perf tools
+# (perf/*_perf.cc), loomrun, and the shared libraries they need, so that a
+# machine with the NVIDIA driver and CUDA but none of Debian's -dev packages
+# (no GoogleTest, hwloc, UCX, OpenBLAS) can run them.
+#
+# BUILD_DIR (default: build) must be a CUDA build of Loom; it is configured
+# with LOOM_ENABLE_CUDA=ON when it does not exist yet, and the targets above
+# are built (a no-op when they are up to date). The packing itself is the
+# shared packer ../shared/gpu/pack.sh (relative to the repository root),
+# which strips debug information and copies every library ldd finds but
+# glibc, libstdc++, libgcc_s and the NVIDIA driver. Fails when the result is
+# over 60 MiB (what the device machine's copy of the tree allows, with room).
+#
+# Then, on the device machine (the run tool, carrying .gpu):
+#   scripts/gpu_check.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+top=$(pwd)
+build=${1:-build}
+limit_mib=60
+
+die() {
+  echo "gpu_pack: $*" >&2
+  exit 1
+}
+
+packer=$top/../shared/gpu/pack.sh
+[[ -f $packer ]] || die "the shared packer is missing: expected $(realpath -m "$packer") (../shared/gpu/pack.sh from the repository root)"
+
+# Targets: GPU tests declared anywhere in the tree, the perf tools, loomrun.
+mapfile -t gpu_tests < <(git grep -hoE 'add_executable\(\s*[A-Za-z0-9_]*gpu[A-Za-z0-9_]*test\b' -- '*CMakeLists.txt' |
+                         sed -E 's/add_executable\(\s*//' | sort -u)
+mapfile -t perf_tools < <(find perf -maxdepth 1 -name '*_perf.cc' -printf '%f\n' | sed -E 's|\.cc$||' | sort)
+((${#gpu_tests[@]} > 0)) || die "no *gpu*test executable is declared in any CMakeLists.txt"
+targets=("${gpu_tests[@]}" "${perf_tools[@]}" loomrun)
+
+if [[ ! -f $build/CMakeCache.txt ]]; then
+  echo "gpu_pack: configuring $build with CUDA"
+  launchers=()
+  if command -v ccache >/dev/null; then
+    launchers=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
+  fi
+  generator=()
+  command -v ninja >/dev/null && generator=(-G Ninja)
+  cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLOOM_ENABLE_CUDA=ON "${launchers[@]}" ||
+    die "configuring $build failed"
+fi
+grep -qE '^LOOM_ENABLE_CUDA:[A-Z]+=(ON|AUTO)$' "$build/CMakeCache.txt" ||
+  die "$build is configured without CUDA (LOOM_ENABLE_CUDA=OFF); use another build folder or -DLOOM_ENABLE_CUDA=ON"
+echo "gpu_pack: building ${targets[*]}"
+cmake --build "$build" --target "${targets[@]}" -j "${LOOM_BUILD_JOBS:-2}" ||
+  die "building failed (is $build a CUDA build? nvcc must have been found when it was configured)"
+for t in "${gpu_tests[@]}"; do
+  [[ -x $build/bin/$t ]] || die "$build/bin/$t was not built: $build is not a CUDA build (nvcc not found when configured?)"
+done
+
+# Packed outside the checkout, then moved into .gpu: the packer's own
+# git-exclude step assumes .git is a folder, which it is not in a worktree.
+staging=$(mktemp -d)
+trap 'rm -rf "$staging"' EXIT
+bash "$packer" "$build" "$staging/gpu" "${targets[@]}"
+rm -rf "$top/.gpu"
+mv "$staging/gpu" "$top/.gpu"
+exclude=$(git rev-parse --git-path info/exclude)
+mkdir -p "$(dirname "$exclude")"
+grep -qxF '/.gpu/' "$exclude" 2>/dev/null || echo '/.gpu/' >>"$exclude"
+git check-ignore -q .gpu/bin || die ".gpu is not ignored by git although $exclude lists it"
+
+bytes=$(du -sb "$top/.gpu" | cut -f1)
+mib=$(((bytes + (1 << 20) - 1) >> 20))
+echo "gpu_pack: .gpu holds ${#targets[@]} programs and $(find "$top/.gpu/lib" -name '*.so*' | wc -l) libraries: $mib MiB ($bytes bytes; limit $limit_mib MiB)"
+((mib <= limit_mib)) || die ".gpu is $mib MiB, over the $limit_mib MiB that may travel to the GPU machine"
+echo "gpu_pack: on the GPU machine, from the repository root: scripts/gpu_check.sh (the run tool: carry .gpu)"
