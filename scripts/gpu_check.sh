@@ -13,7 +13,8 @@
 #      a device-to-device cudaMemcpyAsync of every size in the same run
 #      (--memcpy-baseline: the copy and %copy columns); a multi-rank sweep
 #      that fails is repeated with -z 1 (a stream synchronize after every call)
-#   4. -G: the all-reduce captured as a CUDA graph (or Loom's refusal)
+#   4. -G: the all-reduce captured as a CUDA graph (or Loom's refusal); then
+#      2 processes sharing the GPU (loomrun -n 2), 8 B .. 32 MiB
 #   5. compute-sanitizer memcheck, racecheck and synccheck over the GPU tests
 #      that passed in step 2 (said so when the tool is missing or refuses)
 # Then a table: step, status, seconds. A step whose timeout no longer fits in
@@ -176,6 +177,10 @@ done
 # 4. CUDA graph capture.
 step allreduce_graph_1rank 30 graph .gpu/bin/all_reduce_perf -b 8 -e 1M -f 32 -G 5 -T "$LOOM_TIMEOUT"
 step allreduce_graph_2ranks 30 graph .gpu/bin/all_reduce_perf -b 8 -e 1M -f 32 -G 5 -t 2 -T "$LOOM_TIMEOUT"
+
+# 4b. Two processes sharing the GPU (loomrun), a shorter sweep.
+step allreduce_2procs "$sweep_timeout" sweep .gpu/bin/loomrun -n 2 --no-tag-output \
+  .gpu/bin/all_reduce_perf -b 8 -e 32M -f 8 --memcpy-baseline -T "$LOOM_TIMEOUT"
 
 # 5. compute-sanitizer over what passed, one run per binary and tool.
 sanitizer=$(command -v compute-sanitizer || true)

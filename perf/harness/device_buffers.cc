@@ -106,11 +106,15 @@ void RankDevice::beginCapture() {
 }
 
 void RankDevice::endCapture() {
+  // Failures here are about what the captured calls enqueued (an operation
+  // that capture does not allow invalidates it): say that it is -G's graph.
   cudaGraph_t graph = nullptr;
-  LOOM_PERF_CUDA(cudaStreamEndCapture(asStream(stream_), &graph));
+  cudaError_t e = cudaStreamEndCapture(asStream(stream_), &graph);
+  if (e != cudaSuccess) die("-G: cudaStreamEndCapture of the captured collective calls", describe(e));
   graph_ = graph;
   cudaGraphExec_t exec = nullptr;
-  LOOM_PERF_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+  e = cudaGraphInstantiate(&exec, graph, 0);
+  if (e != cudaSuccess) die("-G: cudaGraphInstantiate of the captured collective calls", describe(e));
   graphExec_ = exec;
 }
 

@@ -62,16 +62,7 @@ class LoomExecutor final : public RankExecutor {
   int nranks() const override { return nranks_; }
   void launch(const CollArgs& args) override {
     loomStream_t stream = gpu_ ? cudaBound_ : blocking_ ? nullptr : stream_;
-    const loomResult_t result = collective_.run(args, comm_, stream);
-    if (result != loomSuccess && capturing_) {
-      std::fprintf(stderr, "rank %d: -G: %s failed while the timed iterations were being captured into a CUDA graph"
-                   " (Loom refuses this capture; run without -G): %s: %s\n", rank_, collective_.callName,
-                   loomGetErrorString(result), loomGetLastError(comm_));
-      std::fflush(stdout);
-      std::fflush(stderr);
-      std::_Exit(1);
-    }
-    check(collective_.callName, result);
+    check(collective_.callName, collective_.run(args, comm_, stream));
   }
   void groupStart() override { check("loomGroupStart", loomGroupStart()); }
   void groupEnd() override { check("loomGroupEnd", loomGroupEnd()); }
@@ -133,6 +124,14 @@ class LoomExecutor final : public RankExecutor {
   // on stream_ in both modes: wait for them.
   void waitStream() { check("loomStreamSynchronize", loomStreamSynchronize(stream_)); }
   void check(const char* call, loomResult_t result) {
+    if (result != loomSuccess && capturing_) {
+      std::fprintf(stderr, "rank %d: -G: %s failed while the timed iterations were being captured into a CUDA graph"
+                   " (Loom refuses this capture; run without -G): %s: %s\n", rank_, call, loomGetErrorString(result),
+                   loomGetLastError(comm_));
+      std::fflush(stdout);
+      std::fflush(stderr);
+      std::_Exit(1);
+    }
     if (result != loomSuccess) fail(rank_, call, result, comm_);
   }
 

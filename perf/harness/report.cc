@@ -139,8 +139,9 @@ bool writeJson(const std::string& path, const PerfOptions& o, const std::vector<
   std::fprintf(f, "{\n  \"tool\": \"%s\", \"library\": \"%s\", \"nranks\": %d, \"nthreads\": %d,"
                " \"stream_bw_gbps\": %.4f,\n", s.toolName.c_str(), s.library.c_str(), s.nranks, o.threads, s.streamBw);
   std::fprintf(f, "  \"iters\": %d, \"warmup_iters\": %d, \"agg_iters\": %d, \"blocking\": %d, \"check\": %d,"
-               " \"time_across_ranks\": \"%s\",\n  \"results\": [",
-               o.iters, o.warmupIters, o.aggIters, o.blocking ? 1 : 0, o.check ? 1 : 0, combineName(o.combine));
+               " \"time_across_ranks\": \"%s\", \"ngpus\": %d, \"graph_launches\": %d,\n  \"results\": [",
+               o.iters, o.warmupIters, o.aggIters, o.blocking ? 1 : 0, o.check ? 1 : 0, combineName(o.combine), o.gpus,
+               o.graphLaunches);
   for (size_t i = 0; i < rows.size(); ++i) {
     const ResultRow& r = rows[i];
     std::fprintf(f, "%s\n    {\"size\": %zu, \"count\": %zu, \"type\": \"%s\", \"redop\": \"%s\", \"root\": %d, ",
