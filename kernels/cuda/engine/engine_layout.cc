@@ -157,10 +157,6 @@ const char* engineCallError(const EngineCall& call, int nranks, int rank) {
   return nullptr;
 }
 
-int engineChannels(const EngineCall& call, int viewChannels) {
-  return call.channels > 0 && call.channels < viewChannels ? call.channels : viewChannels;
-}
-
 int engineBlocks(const EngineCall& call, int nranks, int channels) {
   switch (call.op) {
     case EngineOp::kSendRecv: return (call.nsends + call.nrecvs) * channels;

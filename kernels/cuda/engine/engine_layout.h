@@ -22,6 +22,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "common/host_device.h"
 #include "common/types.h"
 #include "kernels/cuda/reduce_copy_args.h"
 
@@ -142,7 +143,9 @@ struct EngineCall {
 const char* engineCallError(const EngineCall& call, int nranks, int rank = -1);
 
 // The channels a call uses on `view` (call.channels, or the view's when 0).
-int engineChannels(const EngineCall& call, int viewChannels);
+LOOM_HOST_DEVICE inline int engineChannels(const EngineCall& call, int viewChannels) {
+  return call.channels > 0 && call.channels < viewChannels ? call.channels : viewChannels;
+}
 // Thread blocks the call's kernel runs (0: nothing to do). Ring collectives:
 // one per channel; kAllToAll: a send and a recv block per peer and channel;
 // kSendRecv: one per (send or recv, channel).
