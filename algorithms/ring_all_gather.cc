@@ -11,6 +11,7 @@
 #include "algorithms/primitives.h"
 #include "algorithms/ring.h"
 #include "algorithms/patterns/ring_order.h"
+#include "common/ring_schedule.h"
 #include "kernels/stream_copy.h"
 
 namespace loom::algo {
@@ -45,8 +46,9 @@ Status ringAllGather(const CollArgs& args, const AlgoContext& ctx) {
       std::memcpy(block(r, base), in + base * es, len * es);
       LOOM_TRY(steps.send(next, block(r, base), len));  // from the copy: hot in cache
     }
-    for (int m = 1; m <= n - 2; ++m) LOOM_TRY(steps.recvCopySend(prev, next, block(r - m, base), len));
-    LOOM_TRY(steps.recv(prev, block(r + 1, base), len));
+    for (int m = 1; m <= n - 2; ++m)
+      LOOM_TRY(steps.recvCopySend(prev, next, block(ring::allGatherBlock(r, m, n), base), len));
+    LOOM_TRY(steps.recv(prev, block(ring::allGatherBlock(r, n - 1, n), base), len));
   }
   return Status::ok();
 }

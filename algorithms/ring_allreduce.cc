@@ -18,25 +18,10 @@
 #include "algorithms/primitives.h"
 #include "algorithms/ring.h"
 #include "algorithms/patterns/ring_order.h"
+#include "common/ring_schedule.h"
 #include "kernels/stream_copy.h"
 
 namespace loom::algo {
-namespace {
-
-struct Block {
-  size_t offset;  // elements
-  size_t count;
-};
-
-Block blockOf(size_t base, size_t blockElems, size_t total, int nranks, int index) {
-  int j = ((index % nranks) + nranks) % nranks;
-  size_t offset = base + static_cast<size_t>(j) * blockElems;
-  if (offset >= total) return {total, 0};
-  return {offset, std::min(blockElems, total - offset)};
-}
-
-}  // namespace
-
 Status ringAllReduce(const CollArgs& args, const AlgoContext& ctx) {
   if (ctx.nranks == 1) return reduceOnOneRank(args);
   const RingView ring(args, ctx);
@@ -49,22 +34,22 @@ Status ringAllReduce(const CollArgs& args, const AlgoContext& ctx) {
   // The all-gather half's copies into recvbuf are never read back here.
   steps.streamOutputs(args.count * es >= kernels::kStreamingOutputBytes);
   for (size_t base = 0; base < args.count; base += chunkElems * n) {
-    const size_t blockElems = std::min(chunkElems, divUp(args.count - base, n));
-    auto block = [&](int index) { return blockOf(base, blockElems, args.count, n, index); };
+    const size_t blockElems = ring::sliceElems(args.count - base, n, 1, chunkElems);
+    auto block = [&](int index) { return ring::slice(base, blockElems, args.count, index, n); };
 
-    Block b = block(r - 1);
+    ring::Span b = block(ring::reduceScatterBlock(r, 0, n));
     LOOM_TRY(steps.send(next, in + b.offset * es, b.count));
     for (int k = 1; k <= n - 2; ++k) {
-      b = block(r - k - 1);
+      b = block(ring::reduceScatterBlock(r, k, n));
       LOOM_TRY(steps.recvReduceSend(prev, next, in + b.offset * es, b.count));
     }
-    b = block(r);
+    b = block(ring::reduceScatterBlock(r, n - 1, n));  // block r: finished here, then gathered
     LOOM_TRY(steps.recvReduceFinalSend(prev, next, in + b.offset * es, out + b.offset * es, b.count));
     for (int m = 1; m <= n - 2; ++m) {
-      b = block(r - m);
+      b = block(ring::allGatherBlock(r, m, n));
       LOOM_TRY(steps.recvCopySend(prev, next, out + b.offset * es, b.count));
     }
-    b = block(r + 1);
+    b = block(ring::allGatherBlock(r, n - 1, n));
     LOOM_TRY(steps.recv(prev, out + b.offset * es, b.count));
   }
   return Status::ok();

@@ -13,6 +13,7 @@
 #include "algorithms/primitives.h"
 #include "algorithms/ring.h"
 #include "algorithms/patterns/ring_order.h"
+#include "common/ring_schedule.h"
 #include "kernels/stream_copy.h"
 
 namespace loom::algo {
@@ -33,10 +34,11 @@ Status ringReduceScatter(const CollArgs& args, const AlgoContext& ctx) {
   };
   for (size_t base = 0; base < args.count; base += chunkElems) {
     const size_t len = std::min(chunkElems, args.count - base);
-    LOOM_TRY(steps.send(next, blockPiece(r - 1, base), len));
+    LOOM_TRY(steps.send(next, blockPiece(ring::reduceScatterBlock(r, 0, n), base), len));
     for (int k = 1; k <= n - 2; ++k)
-      LOOM_TRY(steps.recvReduceSend(prev, next, blockPiece(r - k - 1, base), len));
-    LOOM_TRY(steps.recvReduceFinal(prev, blockPiece(r, base), out + base * es, len));
+      LOOM_TRY(steps.recvReduceSend(prev, next, blockPiece(ring::reduceScatterBlock(r, k, n), base), len));
+    LOOM_TRY(steps.recvReduceFinal(prev, blockPiece(ring::reduceScatterBlock(r, n - 1, n), base), out + base * es,
+                                   len));
   }
   return Status::ok();
 }

@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "common/host_device.h"
+
 namespace loom {
 
 enum class DataType : int {
@@ -17,7 +19,8 @@ constexpr int kNumDataTypes = 10;
 enum class RedOp : int { kSum = 0, kProd = 1, kMax = 2, kMin = 3, kAvg = 4 };
 constexpr int kNumRedOps = 5;
 
-constexpr size_t dataTypeSize(DataType t) {
+// LOOM_HOST_DEVICE: the CUDA kernels size elements with it too.
+LOOM_HOST_DEVICE constexpr size_t dataTypeSize(DataType t) {
   switch (t) {
     case DataType::kInt8: case DataType::kUint8: return 1;
     case DataType::kFloat16: case DataType::kBfloat16: return 2;

@@ -19,11 +19,7 @@
 #include <cstdint>
 #include <cstring>
 
-#if defined(__CUDACC__)
-#define LOOM_HOST_DEVICE __host__ __device__
-#else
-#define LOOM_HOST_DEVICE
-#endif
+#include "common/host_device.h"
 
 #ifndef LOOM_KERNELS_ISA_NS
 #define LOOM_KERNELS_ISA_NS generic

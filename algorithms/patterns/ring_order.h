@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "algorithms/patterns/host_layout.h"
+#include "common/ring_schedule.h"
 
 namespace loom::algo {
 
@@ -29,11 +30,11 @@ class RingOrder {
   int position() const { return position_; }
   // The rank at ring position p (taken modulo the ring size, negatives too).
   int rankAt(int p) const {
-    const int wrapped = ((p % n_) + n_) % n_;
+    const int wrapped = ring::wrap(p, n_);
     return order_ ? (*order_)[static_cast<size_t>(wrapped)] : wrapped;
   }
-  int next() const { return rankAt(position_ + 1); }
-  int prev() const { return rankAt(position_ - 1); }
+  int next() const { return rankAt(ring::next(position_, n_)); }
+  int prev() const { return rankAt(ring::prev(position_, n_)); }
 
  private:
   int n_;

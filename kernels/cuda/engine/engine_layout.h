@@ -1,0 +1,154 @@
+// The device engine's plain data: where each rank's connection memory lies,
+// the view one rank's kernel reads, and one collective call as the kernel
+// receives it. No CUDA types, so the host integration (src/device), the host
+// emulation and the CUDA launcher share it.
+//
+// Connections ("Simple" protocol, one per channel and ordered pair sender ->
+// receiver, a rank's pair with itself included so that a rank can send to
+// itself): a FIFO of `slots` slots of `slotBytes` and a `tail` counter (slots
+// filled) in the RECEIVER's allocation, written by the sender; a `head`
+// counter (slots freed) in the SENDER's allocation, written by the receiver.
+// Counters are monotonic and persist across calls; each side also keeps its
+// own count of slots it has moved in its own allocation (`step`), read at the
+// start of a kernel and written back at its end, so a launch carries no
+// host-computed sequence number and a launch captured in a CUDA graph replays
+// correctly. Every rank must make the same calls in the same order (as NCCL
+// requires): both ends of a connection derive their steps from the call.
+// After a call that reported kAborted or kTimedOut the counters no longer
+// agree: the engine's memory must be zero-filled again (or the communicator
+// torn down) before the next call.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "common/host_device.h"
+#include "common/types.h"
+#include "kernels/cuda/reduce_copy_args.h"
+
+namespace loom::kernels::cuda::engine {
+
+constexpr int kMaxRanks = 8;     // ranks of one host
+constexpr int kMaxChannels = 8;  // independent slices, one thread block each per rank
+// Counters each get a line of their own: a writer on one GPU never shares a
+// line with a reader polling another counter.
+constexpr size_t kCounterStride = 128;
+// FIFO slots are 16-byte multiples so that 16-byte vectors never straddle them.
+constexpr size_t kSlotAlignment = 16;
+
+// Bytes one rank allocates (device memory, zero-filled by the caller) for its
+// side of every connection, and where each part lies in it.
+struct EngineLayout {
+  int nranks = 0;
+  int nchannels = 0;
+  int slots = 0;
+  size_t slotBytes = 0;  // rounded up to kSlotAlignment
+  size_t bytes = 0;      // the whole allocation
+  size_t fifoOffset = 0;      // [channel][sender < nranks] FIFOs of slots * slotBytes (this rank receives)
+  size_t tailOffset = 0;      // [channel][sender < kMaxRanks] counters: slots the sender filled
+  size_t headOffset = 0;      // [channel][receiver] counters: slots the receiver freed
+  size_t sendStepOffset = 0;  // [channel][receiver] this rank's slots sent so far
+  size_t recvStepOffset = 0;  // [channel][sender] this rank's slots received so far
+};
+
+// nranks in [1, kMaxRanks], nchannels in [1, kMaxChannels], slots >= 2,
+// slotBytes >= 1 (rounded up to kSlotAlignment). Returns bytes == 0 when an
+// argument is out of range (engineLayoutError says which).
+EngineLayout engineLayout(int nranks, int nchannels, int slots, size_t slotBytes);
+const char* engineLayoutError(int nranks, int nchannels, int slots, size_t slotBytes);
+
+// This rank sending to `peer` on one channel.
+struct EngineSendConnection {
+  unsigned char* fifo = nullptr;  // in the peer's allocation
+  uint64_t* tail = nullptr;       // in the peer's allocation: this rank release-stores slots filled
+  const uint64_t* head = nullptr; // in this rank's allocation: the peer release-stores slots freed
+  uint64_t* step = nullptr;       // in this rank's allocation: slots sent, kept across calls
+};
+
+// This rank receiving from `peer` on one channel.
+struct EngineRecvConnection {
+  const unsigned char* fifo = nullptr;  // in this rank's allocation
+  const uint64_t* tail = nullptr;       // in this rank's allocation
+  uint64_t* head = nullptr;             // in the peer's allocation
+  uint64_t* step = nullptr;             // in this rank's allocation: slots received, kept across calls
+};
+
+// What rank `rank`'s kernel reads: built on the host from every rank's
+// allocation base AS MAPPED IN THIS PROCESS, then copied into device memory
+// once by the caller (or used in place on the host by the emulation).
+struct EngineView {
+  int rank = 0;
+  int nranks = 0;
+  int nchannels = 0;
+  int slots = 0;
+  size_t slotBytes = 0;
+  EngineSendConnection send[kMaxChannels][kMaxRanks];
+  EngineRecvConnection recv[kMaxChannels][kMaxRanks];
+};
+
+// bases[r] = rank r's allocation (layout.bytes, zero-filled); bases[rank] is its own.
+EngineView makeEngineView(const EngineLayout& layout, int rank, void* const* bases);
+
+enum class EngineOp : uint8_t { kAllReduce, kReduceScatter, kAllGather, kBroadcast, kReduce, kAllToAll, kSendRecv };
+
+// What the kernel reports through EngineCall::status (0 is success).
+enum class EngineStatus : uint32_t { kOk = 0, kAborted = 1, kTimedOut = 2, kInvalidCall = 3 };
+
+const char* engineOpName(EngineOp op);
+const char* engineStatusName(EngineStatus status);
+
+// One collective call as the kernel receives it (by value).
+//
+// Reductions: redOp kAvg reduces as kSum and divides the result by nranks;
+// otherwise `post` is applied to each finished element (kMultiplyByScalar:
+// times `scalar`, the bytes of one element of `type`). Element arithmetic is
+// kernels/reduce_ops.h's (fp16/bf16 in fp32, integers wrap). Every rank's
+// all-reduce output is bit-identical: each block is reduced once, on one
+// rank, then copied around the ring.
+struct EngineCall {
+  EngineOp op = EngineOp::kAllReduce;
+  DataType type = DataType::kFloat32;
+  RedOp redOp = RedOp::kSum;
+  PostOp post = PostOp::kNone;
+  uint64_t scalar = 0;
+  const void* send = nullptr;
+  void* recv = nullptr;
+  // NCCL's meaning per collective: all-reduce/broadcast/reduce elements, reduce-scatter and all-gather
+  // elements per rank, all-to-all elements per peer. Ignored by kSendRecv.
+  size_t count = 0;
+  int root = 0;  // broadcast, reduce
+  // kSendRecv: one grouped batch of point-to-point transfers, run concurrently by one kernel so that a send and
+  // a recv with the same peer never deadlock on a full FIFO. At most one send and one recv per peer; the sender's
+  // sendBytes must equal the receiver's recvBytes. A rank may send to itself.
+  int nsends = 0;
+  int sendPeer[kMaxRanks] = {};
+  const void* sendBuf[kMaxRanks] = {};
+  size_t sendBytes[kMaxRanks] = {};
+  int nrecvs = 0;
+  int recvPeer[kMaxRanks] = {};
+  void* recvBuf[kMaxRanks] = {};
+  size_t recvBytes[kMaxRanks] = {};
+  const volatile uint32_t* abortFlag = nullptr;  // host-mapped; nonzero: stop waiting and report kAborted
+  uint64_t timeoutNs = 0;                        // 0: none; a wait longer than this reports kTimedOut
+  // Where the kernel reports a failure (device or mapped memory; may be null): the first failing block
+  // stores its EngineStatus if the word is still kOk. Nothing is written on success: the caller sets it to
+  // kOk before the launch (a memset on the stream keeps graph replays correct).
+  uint32_t* status = nullptr;
+  int channels = 0;  // channels this call uses: 0 = all of the view's, else 1..view.nchannels (same on every rank)
+};
+
+// nullptr if `call` is valid for a communicator of `nranks` ranks, else what
+// is wrong. With `rank` >= 0 the root's own buffers are checked too
+// (broadcast's send, reduce's recv).
+const char* engineCallError(const EngineCall& call, int nranks, int rank = -1);
+
+// The channels a call uses on `view` (call.channels, or the view's when 0).
+LOOM_HOST_DEVICE inline int engineChannels(const EngineCall& call, int viewChannels) {
+  return call.channels > 0 && call.channels < viewChannels ? call.channels : viewChannels;
+}
+// Thread blocks the call's kernel runs (0: nothing to do). Ring collectives:
+// one per channel; kAllToAll: a send and a recv block per peer and channel;
+// kSendRecv: one per (send or recv, channel).
+int engineBlocks(const EngineCall& call, int nranks, int channels);
+
+}  // namespace loom::kernels::cuda::engine

@@ -1,0 +1,178 @@
+// The device engine's protocol, written once as LOOM_HOST_DEVICE templates
+// over a Memory policy (memory_layer.h) and a Block policy (the threads of
+// one CUDA block, or the host threads emulating one):
+//   Block: tid(), nthreads(), sync() (all threads), syncOr(bool) (sync and OR).
+//
+// One step moves one FIFO slot (at most slotBytes) on each connection it
+// uses (receive from prev and/or send to next):
+//   1. thread 0 waits until the receive slot is filled (tail > recvStep) and
+//      the send slot is free (head + slots > sendStep), checking the abort
+//      flag and the timeout while it spins;
+//   2. the block syncs (syncOr spreads a failed wait to every thread);
+//   3. every thread moves its strided share of the data, fusing the
+//      reduction into the copy: out = op(fifo_chunk, local_chunk);
+//   4. the block syncs; thread 0 fences (release, system scope: it publishes
+//      every thread's stores that the sync ordered before it) and
+//      release-stores the send tail and the receive head.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/cuda/engine/engine_layout.h"
+#include "kernels/cuda/engine/memory_layer.h"
+#include "kernels/cuda/reduce_copy_core.h"
+
+namespace loom::kernels::cuda::engine {
+
+// The post step of a collective's final reduction (kAvg: divide by nranks).
+template <class T>
+LOOM_HOST_DEVICE inline PostStep<T> makePostStep(const EngineCall& call, int nranks) {
+  ReduceCopyParams p{};
+  p.post = call.redOp == RedOp::kAvg ? PostOp::kDivideByRanks : call.post;
+  p.nranks = nranks;
+  p.scalar = call.scalar;
+  return PostStep<T>(p);
+}
+
+// dst0[i] (and dst1[i] when not null) = post(a[i] op b[i]) for i < count,
+// b and post optional, this thread's share (strided over the block). 16-byte
+// vectors when every pointer is 16-byte aligned, elements otherwise and for
+// the tail. Stores go through Memory::storeData.
+template <class T, RedOp kOp, class Memory, class Block>
+LOOM_HOST_DEVICE inline void moveElements(const Block& block, void* dst0, void* dst1, const void* a, const void* b,
+                                          size_t count, const PostStep<T>* post) {
+  const size_t tid = static_cast<size_t>(block.tid()), nthreads = static_cast<size_t>(block.nthreads());
+  auto isAligned = [](const void* p) { return p == nullptr || reinterpret_cast<uintptr_t>(p) % kVectorBytes == 0; };
+  size_t vectors = 0;
+  if (isAligned(dst0) && isAligned(dst1) && isAligned(a) && isAligned(b)) vectors = count / kLanes<T>;
+  const unsigned char* pa = static_cast<const unsigned char*>(a);
+  const unsigned char* pb = static_cast<const unsigned char*>(b);
+  unsigned char* d0 = static_cast<unsigned char*>(dst0);
+  unsigned char* d1 = static_cast<unsigned char*>(dst1);
+  for (size_t v = tid; v < vectors; v += nthreads) {
+    const size_t offset = v * kVectorBytes;
+    Pack x = loadPack(pa + offset);
+    if (pb) x = combinePacks<T, kOp>(x, loadPack(pb + offset));
+    if (post) x = applyPost<T>(*post, x);
+    Memory::storeData(d0 + offset, x);
+    if (d1) Memory::storeData(d1 + offset, x);
+  }
+  const typename OpFunctor<T, kOp>::type op{};
+  for (size_t i = vectors * kLanes<T> + tid; i < count; i += nthreads) {
+    T x;
+    memcpy(&x, pa + i * sizeof(T), sizeof(T));
+    if (pb) {
+      T y;
+      memcpy(&y, pb + i * sizeof(T), sizeof(T));
+      x = op(x, y);
+    }
+    if (post) x = (*post)(x);
+    Memory::storeData(d0 + i * sizeof(T), x);
+    if (d1) Memory::storeData(d1 + i * sizeof(T), x);
+  }
+}
+
+// Spins until *flag >= target; false (and `failure` set) on abort or timeout.
+template <class Memory>
+struct Waiter {
+  const volatile uint32_t* abortFlag;
+  uint64_t timeoutNs;
+  EngineStatus failure = EngineStatus::kOk;
+
+  LOOM_HOST_DEVICE bool waitAtLeast(const uint64_t* flag, uint64_t target) {
+    uint64_t start = 0;
+    for (uint32_t i = 0;; ++i) {
+      if (Memory::loadAcquire(flag) >= target) return true;
+      if ((i & 63u) == 0) {  // the abort flag and the clock are slower to read than the flag
+        if (Memory::loadAbort(abortFlag) != 0) {
+          failure = EngineStatus::kAborted;
+          return false;
+        }
+        if (timeoutNs != 0) {
+          const uint64_t now = Memory::nowNs();
+          if (i == 0) start = now;
+          else if (now - start > timeoutNs) {
+            failure = EngineStatus::kTimedOut;
+            return false;
+          }
+        }
+      }
+      Memory::backoff(i);
+    }
+  }
+};
+
+// One block's connections for a call: at most one send and one receive
+// connection, with this block's step counters (loaded at the start of the
+// call, stored back by finish()).
+template <class Memory, class Block>
+class BlockChannel {
+ public:
+  LOOM_HOST_DEVICE BlockChannel(const EngineView& view, const EngineCall& call, const Block& block,
+                                const EngineSendConnection* send, const EngineRecvConnection* recv)
+      : block_(block), send_(send), recv_(recv), slots_(static_cast<uint64_t>(view.slots)),
+        slotBytes_(view.slotBytes), waiter_{call.abortFlag, call.timeoutNs} {
+    sendStep_ = send_ ? *send_->step : 0;
+    recvStep_ = recv_ ? *recv_->step : 0;
+  }
+
+  // Elements of T one slot holds.
+  LOOM_HOST_DEVICE size_t slotElems(size_t elemBytes) const { return slotBytes_ / elemBytes; }
+
+  // One step; `work(in, out)` gets the receive slot (or null) and the send
+  // slot (or null) and moves this thread's share. False when a wait failed
+  // (status() says why, on thread 0).
+  template <class Work>
+  LOOM_HOST_DEVICE bool step(bool doRecv, bool doSend, Work&& work) {
+    bool failed = false;
+    if (block_.tid() == 0) {
+      if (doRecv && Memory::kReceiverWaits) failed = !waiter_.waitAtLeast(recv_->tail, recvStep_ + 1);
+      if (!failed && doSend && sendStep_ + 1 > slots_)
+        failed = !waiter_.waitAtLeast(send_->head, sendStep_ + 1 - slots_);
+    }
+    if (block_.syncOr(failed)) {
+      failed_ = true;
+      return false;
+    }
+    const unsigned char* in = doRecv ? recv_->fifo + (recvStep_ % slots_) * slotBytes_ : nullptr;
+    unsigned char* out = doSend ? send_->fifo + (sendStep_ % slots_) * slotBytes_ : nullptr;
+    work(in, out);
+    block_.sync();
+    if (block_.tid() == 0) {
+      if (Memory::kFenceBeforeFlag) Memory::fenceRelease();
+      if (doSend) Memory::storeRelease(send_->tail, sendStep_ + 1);
+      if (doRecv) Memory::storeRelease(recv_->head, recvStep_ + 1);
+    }
+    if (doSend) ++sendStep_;
+    if (doRecv) ++recvStep_;
+    return true;
+  }
+
+  // Stores the step counters back for the next call (after a failure they
+  // no longer match the peers': the engine must be reset).
+  LOOM_HOST_DEVICE void finish() {
+    if (block_.tid() != 0 || failed_) return;
+    if (send_) *send_->step = sendStep_;
+    if (recv_) *recv_->step = recvStep_;
+  }
+
+  LOOM_HOST_DEVICE EngineStatus status() const {
+    if (!failed_) return EngineStatus::kOk;
+    // Threads other than 0 only know that the block failed.
+    return waiter_.failure == EngineStatus::kOk ? EngineStatus::kAborted : waiter_.failure;
+  }
+
+ private:
+  const Block& block_;
+  const EngineSendConnection* send_;
+  const EngineRecvConnection* recv_;
+  uint64_t slots_;
+  size_t slotBytes_;
+  Waiter<Memory> waiter_;
+  uint64_t sendStep_ = 0;
+  uint64_t recvStep_ = 0;
+  bool failed_ = false;
+};
+
+}  // namespace loom::kernels::cuda::engine

@@ -1,0 +1,150 @@
+// The device engine's layout, views and call validation.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "kernels/cuda/engine/engine_layout.h"
+
+namespace loom::kernels::cuda::engine {
+namespace {
+
+TEST(EngineLayout, RejectsOutOfRangeShapes) {
+  EXPECT_NE(engineLayoutError(0, 1, 2, 64), nullptr);
+  EXPECT_NE(engineLayoutError(kMaxRanks + 1, 1, 2, 64), nullptr);
+  EXPECT_NE(engineLayoutError(2, 0, 2, 64), nullptr);
+  EXPECT_NE(engineLayoutError(2, kMaxChannels + 1, 2, 64), nullptr);
+  EXPECT_NE(engineLayoutError(2, 1, 1, 64), nullptr);
+  EXPECT_NE(engineLayoutError(2, 1, 2, 0), nullptr);
+  EXPECT_EQ(engineLayoutError(2, 1, 2, 64), nullptr);
+  EXPECT_EQ(engineLayout(0, 1, 2, 64).bytes, 0u);
+}
+
+// Every connection's FIFO, tail and head are where the peer's view expects
+// them, no two parts overlap, and everything lies inside the allocation.
+TEST(EngineLayout, ViewsOfPeersAgreeAndPartsDoNotOverlap) {
+  const int n = 3, channels = 2;
+  const EngineLayout layout = engineLayout(n, channels, 3, 100);
+  EXPECT_EQ(layout.slotBytes, 112u);
+  std::vector<std::vector<unsigned char>> memory(n, std::vector<unsigned char>(layout.bytes));
+  std::vector<void*> bases;
+  for (auto& m : memory) bases.push_back(m.data());
+  std::vector<EngineView> views;
+  for (int r = 0; r < n; ++r) views.push_back(makeEngineView(layout, r, bases.data()));
+  auto inside = [&](int owner, const void* p, size_t bytes) {
+    const auto* b = static_cast<const unsigned char*>(bases[static_cast<size_t>(owner)]);
+    const auto* q = static_cast<const unsigned char*>(p);
+    return q >= b && q + bytes <= b + layout.bytes;
+  };
+  std::set<const void*> starts;
+  const size_t fifoBytes = 3 * layout.slotBytes;
+  for (int c = 0; c < channels; ++c)
+    for (int s = 0; s < n; ++s)
+      for (int d = 0; d < n; ++d) {
+        const EngineSendConnection& send = views[static_cast<size_t>(s)].send[c][d];
+        const EngineRecvConnection& recv = views[static_cast<size_t>(d)].recv[c][s];
+        EXPECT_EQ(send.fifo, recv.fifo);
+        EXPECT_EQ(send.tail, recv.tail);
+        EXPECT_EQ(send.head, recv.head);
+        EXPECT_TRUE(inside(d, recv.fifo, fifoBytes));
+        EXPECT_TRUE(inside(d, recv.tail, 8));
+        EXPECT_TRUE(inside(s, send.head, 8));
+        EXPECT_TRUE(inside(s, send.step, 8));
+        EXPECT_TRUE(inside(d, recv.step, 8));
+        EXPECT_EQ(reinterpret_cast<uintptr_t>(recv.fifo) % 16, reinterpret_cast<uintptr_t>(bases[0]) % 16);
+        for (const void* p : {static_cast<const void*>(recv.fifo), static_cast<const void*>(recv.tail),
+                              static_cast<const void*>(send.head), static_cast<const void*>(send.step),
+                              static_cast<const void*>(recv.step)})
+          EXPECT_TRUE(starts.insert(p).second) << "two parts start at the same address";
+      }
+}
+
+EngineCall validAllReduce() {
+  static float data[4];
+  EngineCall call;
+  call.op = EngineOp::kAllReduce;
+  call.send = data;
+  call.recv = data;
+  call.count = 4;
+  return call;
+}
+
+TEST(EngineCallError, AcceptsValidCalls) {
+  EXPECT_EQ(engineCallError(validAllReduce(), 4), nullptr);
+  EngineCall empty = validAllReduce();
+  empty.send = empty.recv = nullptr;
+  empty.count = 0;
+  EXPECT_EQ(engineCallError(empty, 4), nullptr);
+  EngineCall p2p;
+  p2p.op = EngineOp::kSendRecv;
+  EXPECT_EQ(engineCallError(p2p, 2), nullptr);
+}
+
+TEST(EngineCallError, RejectsBadCalls) {
+  struct Bad {
+    const char* what;
+    EngineCall call;
+    int nranks;
+    int rank;
+  };
+  std::vector<Bad> bad;
+  auto add = [&](const char* what, auto mutate, int nranks = 4, int rank = -1) {
+    EngineCall c = validAllReduce();
+    mutate(c);
+    bad.push_back({what, c, nranks, rank});
+  };
+  add("too many ranks", [](EngineCall&) {}, kMaxRanks + 1);
+  add("no ranks", [](EngineCall&) {}, 0);
+  add("null send", [](EngineCall& c) { c.send = nullptr; });
+  add("null recv", [](EngineCall& c) { c.recv = nullptr; });
+  add("root out of range", [](EngineCall& c) { c.op = EngineOp::kBroadcast; c.root = 4; });
+  add("negative root", [](EngineCall& c) { c.op = EngineOp::kReduce; c.root = -1; });
+  add("broadcast root without send", [](EngineCall& c) { c.op = EngineOp::kBroadcast; c.root = 1; c.send = nullptr; },
+      4, 1);
+  add("reduce root without recv", [](EngineCall& c) { c.op = EngineOp::kReduce; c.root = 2; c.recv = nullptr; }, 4,
+      2);
+  add("bad type", [](EngineCall& c) { c.type = static_cast<DataType>(12); });
+  add("bad op", [](EngineCall& c) { c.redOp = static_cast<RedOp>(9); });
+  add("bad collective", [](EngineCall& c) { c.op = static_cast<EngineOp>(40); });
+  add("avg with a scalar", [](EngineCall& c) { c.redOp = RedOp::kAvg; c.post = PostOp::kMultiplyByScalar; });
+  add("too many channels", [](EngineCall& c) { c.channels = kMaxChannels + 1; });
+  add("misaligned", [](EngineCall& c) { c.send = static_cast<const unsigned char*>(c.send) + 1; });
+  add("all-to-all in place", [](EngineCall& c) { c.op = EngineOp::kAllToAll; });
+  add("too many sends", [](EngineCall& c) { c.op = EngineOp::kSendRecv; c.nsends = kMaxRanks + 1; });
+  add("send peer out of range", [](EngineCall& c) { c.op = EngineOp::kSendRecv; c.nsends = 1; c.sendPeer[0] = 4; });
+  add("recv peer negative", [](EngineCall& c) { c.op = EngineOp::kSendRecv; c.nrecvs = 1; c.recvPeer[0] = -1; });
+  add("null send buffer", [](EngineCall& c) { c.op = EngineOp::kSendRecv; c.nsends = 1; c.sendBytes[0] = 8; });
+  add("null recv buffer", [](EngineCall& c) { c.op = EngineOp::kSendRecv; c.nrecvs = 1; c.recvBytes[0] = 8; });
+  add("duplicate send peer", [](EngineCall& c) {
+    c.op = EngineOp::kSendRecv;
+    c.nsends = 2;
+    c.sendPeer[0] = c.sendPeer[1] = 1;
+  });
+  for (const Bad& b : bad) {
+    const char* error = engineCallError(b.call, b.nranks, b.rank);
+    EXPECT_NE(error, nullptr) << b.what;
+  }
+}
+
+TEST(EngineCallError, BlocksPerCall) {
+  EngineCall call = validAllReduce();
+  EXPECT_EQ(engineBlocks(call, 4, 3), 3);
+  call.count = 0;
+  EXPECT_EQ(engineBlocks(call, 4, 3), 0);
+  call.op = EngineOp::kAllToAll;
+  call.count = 5;
+  EXPECT_EQ(engineBlocks(call, 4, 3), 24);
+  call.op = EngineOp::kSendRecv;
+  call.nsends = 2;
+  call.nrecvs = 1;
+  EXPECT_EQ(engineBlocks(call, 4, 2), 6);
+  call.channels = 1;
+  EXPECT_EQ(engineChannels(call, 4), 1);
+  call.channels = 0;
+  EXPECT_EQ(engineChannels(call, 4), 4);
+}
+
+}  // namespace
+}  // namespace loom::kernels::cuda::engine

@@ -1,0 +1,113 @@
+// Tests that prove the engine tests can fail, and the engine's failure
+// reports: a protocol without the receiver's flag wait, or without the fence
+// before the flag store (under a memory layer that publishes plain stores
+// only at fences), gives wrong results that the checks catch; a wait that
+// never gets its flag returns kTimedOut, or kAborted once the abort flag is set.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/unit/kernels/cuda/engine_test_support.h"
+
+namespace loom::kernels::cuda::engine::testing {
+namespace {
+
+CollectiveCase allReduceCase(size_t count, uint64_t seed) {
+  CollectiveCase c;
+  c.op = EngineOp::kAllReduce;
+  c.type = DataType::kInt32;
+  c.redOp = RedOp::kSum;
+  c.count = count;
+  c.channels = 2;
+  c.seed = seed;
+  return c;
+}
+
+template <class Memory>
+std::string runAndCheck(const CollectiveCase& c, int nranks, int slots) {
+  EngineRanks ranks(nranks, 2, slots, 64);
+  CollectiveRun run(c, nranks);
+  const std::vector<EngineStatus> status = ranks.run<Memory>(run.calls());
+  for (EngineStatus s : status)
+    if (s != EngineStatus::kOk) return std::string("status ") + engineStatusName(s);
+  return run.check();
+}
+
+// The checks pass with the real protocol under the same delays...
+TEST(EngineMutation, RealProtocolPassesUnderDelays) {
+  for (uint64_t seed = 1; seed <= 3; ++seed) {
+    setDelaySeed(seed);
+    EXPECT_EQ(runAndCheck<DelayingMemory>(allReduceCase(3000, seed), 4, 2), "");
+  }
+}
+
+// ...and fail when the receiver reads its slot without waiting for the flag.
+TEST(EngineMutation, RemovingTheReceiversFlagWaitBreaksResults) {
+  int failures = 0;
+  for (uint64_t seed = 1; seed <= 5 && failures == 0; ++seed) {
+    setDelaySeed(seed);
+    if (!runAndCheck<NoReceiverWaitMemory>(allReduceCase(3000, seed), 4, 2).empty()) ++failures;
+  }
+  EXPECT_GT(failures, 0) << "a protocol whose receiver does not wait still passed the checks";
+}
+
+// Under a memory layer that publishes plain stores only at release fences,
+// the protocol with its fence passes, and without it fails.
+TEST(EngineMutation, FenceBeforeTheFlagIsNeededUnderDelayedStores) {
+  for (int nranks : {2, 3}) {
+    CollectiveCase c = allReduceCase(2000, 5);
+    EXPECT_EQ(runAndCheck<BufferedStoreMemory<true>>(c, nranks, 2), "") << "with the fence, nranks " << nranks;
+    EXPECT_NE(runAndCheck<BufferedStoreMemory<false>>(c, nranks, 2), "")
+        << "without the fence the results still matched, nranks " << nranks;
+    c.op = EngineOp::kAllGather;
+    EXPECT_EQ(runAndCheck<BufferedStoreMemory<true>>(c, nranks, 2), "") << "all-gather with the fence";
+    EXPECT_NE(runAndCheck<BufferedStoreMemory<false>>(c, nranks, 2), "") << "all-gather without the fence";
+  }
+}
+
+// Only rank 0 of two calls: its first receive never gets its flag.
+TEST(EngineFailures, AWaitWithoutItsFlagTimesOut) {
+  EngineRanks ranks(2, 2, 2, 64);
+  CollectiveRun run(allReduceCase(100, 1), 2);
+  EngineCall call = run.calls()[0];
+  call.timeoutNs = 30'000'000;  // 30 ms
+  uint32_t reported = 0;
+  call.status = &reported;
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(runEngineEmulated(ranks.view(0), call), EngineStatus::kTimedOut);
+  EXPECT_EQ(reported, static_cast<uint32_t>(EngineStatus::kTimedOut));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+}
+
+TEST(EngineFailures, TheAbortFlagStopsAWaitWithoutTimeout) {
+  for (EngineOp op : {EngineOp::kAllReduce, EngineOp::kSendRecv}) {
+    EngineRanks ranks(2, 2, 2, 64);
+    CollectiveRun run(allReduceCase(100, 1), 2);
+    EngineCall call = run.calls()[0];
+    if (op == EngineOp::kSendRecv) {
+      call = EngineCall{};
+      call.op = EngineOp::kSendRecv;
+      static unsigned char buffer[64];
+      call.nrecvs = 1;
+      call.recvPeer[0] = 1;
+      call.recvBuf[0] = buffer;
+      call.recvBytes[0] = sizeof(buffer);
+    }
+    call.timeoutNs = 0;
+    volatile uint32_t abortFlag = 0;
+    call.abortFlag = &abortFlag;
+    std::thread aborter([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      abortFlag = 1;
+    });
+    EXPECT_EQ(runEngineEmulated(ranks.view(0), call), EngineStatus::kAborted) << engineOpName(op);
+    aborter.join();
+  }
+}
+
+}  // namespace
+}  // namespace loom::kernels::cuda::engine::testing
