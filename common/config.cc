@@ -74,6 +74,7 @@ const std::vector<KnobDoc>& configKnobs() {
       {"LOOM_DETERMINISTIC", kTuning, "0", "1: all-reduce, reduce and reduce-scatter of floating-point data use the deterministic algorithm (identical results run to run), whatever LOOM_ALGO says", "src/tuner"},
       {"LOOM_TUNER_ONLINE", kTuning, "1", "1: a call repeated with the same collective, count, type, op and root times the algorithms the cost model predicts within 1.5x of its pick (a few calls each, all ranks agreeing on the fastest by one small all-reduce) and keeps the fastest, re-checking now and then; 0: the cost model's pick only. Off whenever LOOM_ALGO or LOOM_PROTO is set; rank 0's setting applies to all", "src/tuner, src/comm"},
       {"LOOM_KERNEL_ISA", kKernels, "best", "cap the reduction kernels' instruction set (portable, avx2, avx512); read once per process since it describes the CPU", "kernels"},
+      {"LOOM_CUDA_ENGINE", kDevices, "1", "1: on one host, collectives on device buffers run as CUDA kernels that move and reduce the data between the GPUs, enqueued on the caller's stream, when every rank's device reaches every other's; 0: stage them through pinned host memory. Set it alike on every rank (all join the setup at creation)", "src/device"},
       {"LOOM_CUDA_P2P", kDevices, "0", "1: same-host all-reduce of device buffers copies directly between the devices instead of staging through pinned host memory; set it alike on every rank", "src/device"},
       {"LOOM_NET_GDR", kDevices, "0", "1: across hosts, device buffers go through the RDMA NIC (GPUDirect RDMA) when every rank can; set it alike on every rank (all join an agreement at creation)", "src/device"},
       {"LOOM_CUDA_COPY_CHUNK", kDevices, "8M", "bytes per copy between a device buffer and its pinned host staging buffer; K/M/G suffixes; at least 4K", "src/device"},
@@ -184,6 +185,7 @@ Config Config::fromEnv(std::vector<std::string>* warnings) {
   if (const char* v = readKnob("LOOM_HOST_ID"); v && *v) c.hostId = v;
   // No warning for a bad value: loomrun sets it, and a rank without it counts its own mask.
   if (const char* v = readKnob("LOOM_LOCAL_CORES"); v && std::atoi(v) > 0) c.localCores = std::atoi(v);
+  if (const char* v = readKnob("LOOM_CUDA_ENGINE")) c.cudaEngine = v;
   if (const char* v = readKnob("LOOM_CUDA_P2P")) c.cudaP2P = v;
   if (const char* v = readKnob("LOOM_NET_GDR")) c.netGdr = v;
   if (const char* v = readKnob("LOOM_CUDA_COPY_CHUNK")) c.cudaCopyChunk = v;

@@ -47,6 +47,7 @@ struct Config {
   // LOOM_CUDA_P2P, LOOM_NET_GDR, LOOM_CUDA_COPY_CHUNK as given (empty: unset).
   // src/device parses them (DeviceSettings::fromConfig) and warns about a bad
   // value only where a device is in use, so they stay text here.
+  std::string cudaEngine;
   std::string cudaP2P;
   std::string netGdr;
   std::string cudaCopyChunk;

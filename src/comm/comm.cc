@@ -336,17 +336,50 @@ void Communicator::recordError(const Status& status) {
   LOOM_WARN(log_, kSubsysColl, "%s", status.message().c_str());
 }
 
-CompletionPtr Communicator::enqueueAsync(const algo::CollArgs& args, Stream* stream) {
-  return runner_.enqueueAsync(args, stream);
-}
-
 Status Communicator::enqueue(const algo::CollArgs& args, Stream* stream) {
   if (!stream) return runner_.runBlocking(args);
+  if (Status engine; enqueueOnEngine(args, stream, &engine)) return engine;
   (void)runner_.enqueueAsync(args, stream);
   return Status::ok();
 }
 
+CompletionPtr Communicator::enqueueAsync(const algo::CollArgs& args, Stream* stream) {
+  if (Status engine; enqueueOnEngine(args, stream, &engine)) return completedWith(std::move(engine));
+  return runner_.enqueueAsync(args, stream);
+}
+
+bool Communicator::enqueueOnEngine(const algo::CollArgs& args, Stream* stream, Status* status) {
+  // The device engine's kernel goes straight onto the CUDA stream: the
+  // stream orders it, no Loom thread runs it.
+  if (!devices_ || !devices_->engine() || !stream || !stream->device()) return false;
+  if (abort_.load() || failed_.load()) return false;  // the executor refuses it with the error
+  if (!devices_->enqueueOnEngine(args, stream->device()->cudaStream(), status)) return false;
+  if (!status->isOk()) recordError(*status);
+  return true;
+}
+
+bool Communicator::enqueueP2POnEngine(const std::vector<algo::P2POp>& ops, Stream* stream, Status* status) {
+  if (!devices_ || !devices_->engine() || !stream || !stream->device()) return false;
+  if (abort_.load() || failed_.load()) return false;
+  if (!devices_->enqueueP2POnEngine(ops, stream->device()->cudaStream(), status)) return false;
+  if (!status->isOk()) recordError(*status);
+  return true;
+}
+
+CompletionPtr Communicator::completedWith(Status status) {
+  auto done = std::make_shared<Completion>();
+  done->complete(std::move(status));
+  return done;
+}
+
 Status Communicator::asyncError() const {
+  if (devices_) {
+    // A kernel of the device engine that timed out or stopped at an abort.
+    if (Status kernel = devices_->engineError(); !kernel.isOk()) {
+      std::lock_guard<std::mutex> lock(errorMu_);
+      return asyncError_.isOk() ? kernel : asyncError_;
+    }
+  }
   std::lock_guard<std::mutex> lock(errorMu_);
   return asyncError_;
 }
@@ -358,6 +391,7 @@ void Communicator::abort() {
     if (asyncError_.isOk()) asyncError_ = makeError(Code::kRemoteError, "communicator of rank %d was aborted", rank_);
   }
   failed_.store(true);
+  if (devices_) devices_->abortEngine();
   LOOM_INFO(log_, kSubsysInit, "comm %p rank %d aborted", static_cast<void*>(this), rank_);
   if (diag_) diag_->onAbort();
 }

@@ -65,6 +65,8 @@ class Communicator {
   // stream tracks completion; without one, returns when the collective is done.
   Status enqueue(const algo::CollArgs& args, Stream* stream);
   // Submits for the worker thread and returns the completion (group calls).
+  // A call the device engine runs is on the CUDA stream once this returns:
+  // its completion is then the launch's.
   CompletionPtr enqueueAsync(const algo::CollArgs& args, Stream* stream);
 
   // First error of asynchronous work, or ok.
@@ -105,6 +107,11 @@ class Communicator {
   Result<std::unique_ptr<Communicator>> split(int color, int key);
 
  private:
+  // Device buffers on a CUDA stream with the device engine: launched at once
+  // on the stream (true; *status the launch's); false: the executor's.
+  bool enqueueOnEngine(const algo::CollArgs& args, Stream* stream, Status* status);
+  bool enqueueP2POnEngine(const std::vector<algo::P2POp>& ops, Stream* stream, Status* status);
+  static CompletionPtr completedWith(Status status);
   // The operation of fused send/recv `ops` (descriptor: `collective`, else send/recv).
   OpWork p2pWork(std::vector<algo::P2POp> ops, const OpDescriptor* collective);
   // ---- end of comm_p2p.cc ----

@@ -103,10 +103,12 @@ OpWork Communicator::p2pWork(std::vector<algo::P2POp> ops, const OpDescriptor* c
 
 CompletionPtr Communicator::enqueueP2PAsync(std::vector<algo::P2POp> ops, Stream* stream,
                                             const OpDescriptor* collective) {
+  if (Status engine; enqueueP2POnEngine(ops, stream, &engine)) return completedWith(std::move(engine));
   return runner_.enqueueAsync(p2pWork(std::move(ops), collective), stream);
 }
 
 Status Communicator::enqueueP2P(std::vector<algo::P2POp> ops, Stream* stream, const OpDescriptor* collective) {
+  if (Status engine; stream && enqueueP2POnEngine(ops, stream, &engine)) return engine;
   OpWork work = p2pWork(std::move(ops), collective);
   if (!stream) return runner_.runBlocking(work);
   (void)runner_.enqueueAsync(std::move(work), stream);

@@ -30,15 +30,22 @@ Status Stream::synchronize() {
   forever.yieldMicros = 0;
   for (;;) {
     CompletionPtr newest;
+    bool drain = false;
     {
       std::lock_guard<std::mutex> lock(mu_);
       pruneLocked();
-      if (outstanding_.empty()) return firstError_;
+      if (outstanding_.empty()) {
+        if (!device_ || !firstError_.isOk()) return firstError_;
+        drain = true;
+      }
       // Ops normally finish in stream order, so waiting for the newest is
       // enough; an aborted communicator may fail an op before its
       // predecessor finished, which the loop catches.
-      newest = outstanding_.back();
+      if (!drain) newest = outstanding_.back();
     }
+    // Kernels of the device engine are on the CUDA stream only. Each stops
+    // at its communicator's LOOM_TIMEOUT, so this wait ends too.
+    if (drain) return device_->drain(forever);
     (void)newest->wait(forever, "stream operation");
   }
 }

@@ -30,6 +30,11 @@ std::string bufferWhat(const char* name, const void* ptr, int rank) {
 
 DeviceSettings DeviceSettings::fromConfig(const Config& config, std::vector<std::string>* warnings) {
   DeviceSettings s;
+  if (const char* v = config.cudaEngine.c_str(); *v) {
+    if (std::string(v) == "0") s.engine = false;
+    else if (std::string(v) != "1" && warnings)
+      warnings->push_back(strprintf("LOOM_CUDA_ENGINE='%s': expected 0 or 1", v));
+  }
   if (const char* v = config.cudaP2P.c_str(); *v) {
     if (std::string(v) == "1") s.directP2P = true;
     else if (std::string(v) != "0" && warnings) warnings->push_back(strprintf("LOOM_CUDA_P2P='%s': expected 0 or 1", v));
@@ -68,6 +73,33 @@ std::unique_ptr<CommDevices> CommDevices::create(const CommDeviceSetup& setup, c
   if (!devicesUsable()) return nullptr;
   for (const auto& w : warnings) LOOM_WARN(log, kSubsysEnv, "%s", w.c_str());
   auto devices = std::make_unique<CommDevices>(setup, settings, classifyPointer, nullptr);
+  // The device engine: collective over the communicator (every rank of one
+  // host gets here: a host without a usable device has none on any rank).
+  std::string engineWhy;
+  if (!settings.engine) {
+    engineWhy = "LOOM_CUDA_ENGINE=0";
+  } else if (!setup.singleHost) {
+    engineWhy = "ranks on several hosts";
+  } else if (setup.bootstrap) {
+    // A rank without a backend still joins the setup's exchanges (and says no).
+    auto backend = makeCudaEngineBackend();
+    if (!backend.isOk()) engineWhy = backend.status().message();
+    EngineSetup engineSetup;
+    engineSetup.rank = setup.rank;
+    engineSetup.nranks = setup.nranks;
+    engineSetup.bootstrap = setup.bootstrap;
+    engineSetup.wait = setup.wait;
+    engineSetup.settings.timeoutSeconds = config.timeoutSeconds;
+    auto made = DeviceEngine::create(engineSetup, backend.isOk() ? std::move(backend).value() : nullptr,
+                                     engineWhy.empty() ? &engineWhy : nullptr);
+    if (made.isOk()) devices->engine_ = std::move(made).value();
+    else engineWhy = made.status().message();
+  }
+  if (devices->engine_)
+    LOOM_INFO(log, kSubsysInit, "CUDA: device engine on device %d (%d channels): collectives on device buffers run "
+              "as kernels between the GPUs", devices->engine_->device(), devices->engine_->channels());
+  else
+    LOOM_INFO(log, kSubsysInit, "CUDA: no device engine (%s)", engineWhy.c_str());
   if (settings.directP2P && directPathBuilt() && setup.singleHost)
     devices->direct_ = makeDirectPath(setup.rank, setup.nranks, setup.bootstrap);
   if (settings.netGdr && setup.singleHost && setup.nranks > 1)
@@ -132,6 +164,14 @@ Status CommDevices::runCollective(const algo::CollArgs& args, const WaitContext&
   LOOM_TRY(recv.status());
   const bool sendStaged = needsStaging(send.value().kind), recvStaged = needsStaging(recv.value().kind);
   const size_t es = dataTypeSize(args.dtype);
+  if (engine_ && engine_->accepts(args, send.value(), recv.value())) {
+    // A blocking call: the engine's own stream, then wait for it.
+    *handled = true;
+    lastPath_ = DataPath::kEngine;
+    LOOM_TRY(engine_->enqueue(args, nullptr));
+    LOOM_TRY(engine_->waitIdle(wait));
+    return engine_->kernelError();
+  }
 
   DirectFacts facts;
   facts.enabled = direct_ != nullptr;
@@ -195,16 +235,20 @@ Status CommDevices::runP2P(const std::vector<algo::P2POp>& ops, const WaitContex
     bool* flag;
     ~Leave() { *flag = false; }
   } leave{&running_};
+  auto kinds = classifyP2P(ops);
+  LOOM_TRY(kinds.status());
+  if (engine_ && engine_->acceptsP2P(ops, kinds.value())) {
+    *handled = true;
+    lastPath_ = DataPath::kEngine;
+    LOOM_TRY(engine_->enqueueP2P(ops, nullptr));
+    LOOM_TRY(engine_->waitIdle(wait));
+    return engine_->kernelError();
+  }
   std::vector<bool> staged(ops.size(), false);
   int device = -1;
   for (size_t i = 0; i < ops.size(); ++i) {
-    const bool isSend = ops[i].kind == algo::P2POp::kSend;
-    const void* buf = isSend ? ops[i].src : ops[i].dst;
-    auto info = classify_(buf, strprintf("%s buffer %p (peer %d) on rank %d", isSend ? "send" : "recv", buf,
-                                         ops[i].peer, setup_.rank));
-    LOOM_TRY(info.status());
-    staged[i] = needsStaging(info.value().kind);
-    if (staged[i] && device < 0) device = info.value().device;
+    staged[i] = needsStaging(kinds.value()[i].kind);
+    if (staged[i] && device < 0) device = kinds.value()[i].device;
   }
   if (device < 0) {
     lastPath_ = DataPath::kHost;
@@ -218,6 +262,39 @@ Status CommDevices::runP2P(const std::vector<algo::P2POp>& ops, const WaitContex
   auto buffer = staging(plan.stagingBytes);
   LOOM_TRY(buffer.status());
   return runStagedP2P(ops, plan, buffer.value()->data(), *copies.value(), wait, runHost);
+}
+
+Result<std::vector<PointerInfo>> CommDevices::classifyP2P(const std::vector<algo::P2POp>& ops) {
+  std::vector<PointerInfo> kinds(ops.size());
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const bool isSend = ops[i].kind == algo::P2POp::kSend;
+    const void* buf = isSend ? ops[i].src : ops[i].dst;
+    auto info = classify_(buf, strprintf("%s buffer %p (peer %d) on rank %d", isSend ? "send" : "recv", buf,
+                                         ops[i].peer, setup_.rank));
+    LOOM_TRY(info.status());
+    kinds[i] = info.value();
+  }
+  return kinds;
+}
+
+bool CommDevices::enqueueOnEngine(const algo::CollArgs& args, void* cudaStream, Status* status) {
+  if (!engine_) return false;
+  auto send = classify_(args.sendbuf, bufferWhat("sendbuff", args.sendbuf, setup_.rank));
+  auto recv = classify_(args.recvbuf, bufferWhat("recvbuff", args.recvbuf, setup_.rank));
+  // A buffer CUDA cannot describe is reported by the executor's path.
+  if (!send.isOk() || !recv.isOk() || !engine_->accepts(args, send.value(), recv.value())) return false;
+  lastPath_ = DataPath::kEngine;
+  *status = engine_->enqueue(args, cudaStream);
+  return true;
+}
+
+bool CommDevices::enqueueP2POnEngine(const std::vector<algo::P2POp>& ops, void* cudaStream, Status* status) {
+  if (!engine_) return false;
+  auto kinds = classifyP2P(ops);
+  if (!kinds.isOk() || !engine_->acceptsP2P(ops, kinds.value())) return false;
+  lastPath_ = DataPath::kEngine;
+  *status = engine_->enqueueP2P(ops, cudaStream);
+  return true;
 }
 
 }  // namespace loom::cuda

@@ -9,6 +9,7 @@
 // Runs on the communicator's executor thread, one call at a time.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
@@ -20,6 +21,7 @@
 #include "bootstrap/bootstrap.h"
 #include "common/config.h"
 #include "common/log.h"
+#include "src/device/device_engine.h"
 #include "src/device/gdr_path.h"
 #include "src/device/p2p_direct.h"
 #include "src/device/path_selection.h"
@@ -43,6 +45,7 @@ struct CommDeviceSetup {
 
 // The device knobs of the communicator's Config, parsed.
 struct DeviceSettings {
+  bool engine = true;                       // LOOM_CUDA_ENGINE (0: no device engine, stage instead)
   bool directP2P = false;                   // LOOM_CUDA_P2P=1
   bool netGdr = false;                      // LOOM_NET_GDR=1 (alike on every rank: create() joins an exchange)
   size_t copyChunkBytes = size_t{8} << 20;  // LOOM_CUDA_COPY_CHUNK
@@ -73,11 +76,28 @@ class CommDevices {
     gdrKernels_ = true;
   }
   // The path of the last call (tests, logs).
-  DataPath lastPath() const { return lastPath_; }
+  DataPath lastPath() const { return lastPath_.load(std::memory_order_relaxed); }
+
+  // ---- The device engine (device_engine.h): calls on the caller's CUDA stream ----
+  // Null when the ranks could not all use it (or LOOM_CUDA_ENGINE=0).
+  DeviceEngine* engine() const { return engine_.get(); }
+  // Tests: an engine over any backend.
+  void useEngine(std::unique_ptr<DeviceEngine> engine) { engine_ = std::move(engine); }
+  // Enqueues `args` on the CUDA stream `cudaStream` if the engine runs it
+  // (true, *status its launch); false: not the engine's, nothing was done.
+  bool enqueueOnEngine(const algo::CollArgs& args, void* cudaStream, Status* status);
+  bool enqueueP2POnEngine(const std::vector<algo::P2POp>& ops, void* cudaStream, Status* status);
+  // A failure the engine's kernels reported; ok if none or no engine.
+  Status engineError() const { return engine_ ? engine_->kernelError() : Status::ok(); }
+  void abortEngine() {
+    if (engine_) engine_->abort();
+  }
 
  private:
   Result<CopyEngine*> cudaCopies(int device);
   Result<PinnedPool::Lease*> staging(size_t bytes);
+  // The classification of each op's buffer, in the order of `ops`.
+  Result<std::vector<PointerInfo>> classifyP2P(const std::vector<algo::P2POp>& ops);
 
   CommDeviceSetup setup_;
   DeviceSettings settings_;
@@ -86,9 +106,11 @@ class CommDevices {
   std::map<int, std::unique_ptr<CopyEngine>> cudaCopies_;  // per device, created on first use
   PinnedPool::Lease staging_;  // kept between calls: the next one of the same size reuses it
   std::unique_ptr<DirectPath> direct_;
+  std::unique_ptr<DeviceEngine> engine_;
   std::unique_ptr<GdrPath> gdr_;
   bool gdrKernels_ = false;  // the GDR path's reducer has kernels to run (GdrFacts::kernelsBuilt)
-  DataPath lastPath_ = DataPath::kHost;
+  // Written by the executor and, for engine calls, by the enqueuing thread.
+  std::atomic<DataPath> lastPath_{DataPath::kHost};
   bool running_ = false;  // inside runCollective/runP2P: a nested call is the host step
 };
 

@@ -37,6 +37,11 @@ class DeviceStream {
   virtual Status orderAfter(const CompletionPtr& op) = 0;
   // The CUDA device of the stream (staging copies run on it).
   virtual int device() const = 0;
+  // The cudaStream_t itself: the device engine launches its kernels on it.
+  virtual void* cudaStream() const = 0;
+  // Waits for everything enqueued on the CUDA stream so far (the device
+  // engine's kernels are on it, not in the Loom stream's queue).
+  virtual Status drain(const WaitContext& wait) = 0;
 };
 
 }  // namespace loom::cuda

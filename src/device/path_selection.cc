@@ -8,6 +8,7 @@ const char* dataPathName(DataPath path) {
     case DataPath::kStaged: return "staged";
     case DataPath::kDirectP2P: return "direct-p2p";
     case DataPath::kDirectGdr: return "direct-gdr";
+    case DataPath::kEngine: return "engine";
   }
   return "?";
 }

@@ -7,6 +7,9 @@
 //              on devices with peer access to each other: each rank reads its
 //              peers' device buffers (CUDA IPC) and reduces with the CUDA
 //              kernels (all-reduce only for now);
+//   kEngine    the device engine (device_engine.h): every rank on this host,
+//              every device reaching every other; one kernel per call moves
+//              and reduces the data between the GPUs, on the caller's stream;
 //   kDirectGdr ranks on several hosts, every rank's buffers in device memory:
 //              the RDMA NIC writes between the device buffers (GPUDirect
 //              RDMA over verbs, src/device/gdr_path.h; all-reduce only for now).
@@ -25,7 +28,7 @@
 
 namespace loom::cuda {
 
-enum class DataPath { kHost, kStaged, kDirectP2P, kDirectGdr };
+enum class DataPath { kHost, kStaged, kDirectP2P, kDirectGdr, kEngine };
 const char* dataPathName(DataPath path);
 
 struct DirectFacts {

@@ -126,6 +126,18 @@ class CudaStreamBinding final : public DeviceStream {
   }
 
   int device() const override { return device_; }
+  void* cudaStream() const override { return stream_; }
+
+  Status drain(const WaitContext& wait) override {
+    cudaError_t state = cudaErrorNotReady;
+    LOOM_TRY(waitUntil(
+        [&] {
+          state = cudaStreamQuery(stream_);
+          return state != cudaErrorNotReady;
+        },
+        nullptr, wait, [] { return std::string("the CUDA stream's kernels"); }));
+    return cudaStatus(state, "the CUDA stream (cudaStreamQuery)");
+  }
 
  private:
   cudaStream_t stream_;

@@ -1,0 +1,261 @@
+#include "src/device/device_engine.h"
+
+#include <cstring>
+
+#include "common/format.h"
+
+namespace loom::cuda {
+namespace engine = kernels::cuda::engine;
+
+namespace {
+
+struct SetupRecord {
+  uint32_t ready = 0;  // allocated and exported
+  uint32_t pad = 0;
+  EngineExport exported;
+};
+
+engine::EngineOp engineOpOf(algo::CollType type) {
+  switch (type) {
+    case algo::CollType::kAllReduce: return engine::EngineOp::kAllReduce;
+    case algo::CollType::kBroadcast: return engine::EngineOp::kBroadcast;
+    case algo::CollType::kReduce: return engine::EngineOp::kReduce;
+    case algo::CollType::kReduceScatter: return engine::EngineOp::kReduceScatter;
+    case algo::CollType::kAllGather: return engine::EngineOp::kAllGather;
+  }
+  return engine::EngineOp::kAllReduce;
+}
+
+bool onDevice(const PointerInfo& info, int device) {
+  return info.kind == MemoryKind::kDevice && info.device == device;
+}
+
+}  // namespace
+
+DeviceEngine::DeviceEngine(const EngineSetup& setup, std::unique_ptr<EngineBackend> backend)
+    : rank_(setup.rank), nranks_(setup.nranks), settings_(setup.settings), backend_(std::move(backend)) {}
+
+DeviceEngine::~DeviceEngine() {
+  if (!backend_) return;
+  // Kernels still queued read the connections: let them finish before the
+  // memory goes, or, past LOOM_TIMEOUT, stop them at the abort word.
+  WaitContext wait;
+  wait.deadline = Deadline::after(settings_.timeoutSeconds > 0 ? settings_.timeoutSeconds : 30.0);
+  if (!backend_->waitIdle(wait).isOk() && words_) {
+    abort();
+    wait.deadline = Deadline::after(10.0);
+    (void)backend_->waitIdle(wait);
+  }
+  for (void* peer : mappedPeers_) backend_->unmapPeer(peer);
+  if (local_) backend_->freeShared(local_);
+}
+
+Result<std::unique_ptr<DeviceEngine>> DeviceEngine::create(const EngineSetup& setup,
+                                                           std::unique_ptr<EngineBackend> backend,
+                                                           std::string* whyNot) {
+  const int n = setup.nranks;
+  std::unique_ptr<DeviceEngine> eng(new DeviceEngine(setup, std::move(backend)));
+  const EngineSettings& s = setup.settings;
+  eng->layout_ = engine::engineLayout(n, s.channels, s.slots, s.slotBytes);
+
+  // 1. Allocate and export; a rank that cannot says so in its record.
+  std::vector<SetupRecord> records(static_cast<size_t>(n));
+  SetupRecord& mine = records[static_cast<size_t>(setup.rank)];
+  std::string localWhy;
+  if (!eng->backend_) {
+    localWhy = "this rank has no device for the engine";
+  } else if (n > engine::kMaxRanks) {
+    localWhy = strprintf("%d ranks (the engine runs up to %d on one host)", n, engine::kMaxRanks);
+  } else {
+    auto base = eng->backend_->allocShared(eng->layout_.bytes, &mine.exported);
+    if (base.isOk()) {
+      eng->local_ = base.value();
+      mine.ready = 1;
+    } else {
+      localWhy = base.status().message();
+    }
+  }
+  LOOM_TRY(setup.bootstrap->allGather(records.data(), sizeof(SetupRecord), setup.wait)
+               .withContext(strprintf("device engine setup on rank %d, exchanging connection memory: ", setup.rank)));
+
+  // 2. Verdicts: every rank ready, and this rank's device reaches every peer's.
+  std::vector<uint8_t> verdicts(static_cast<size_t>(n), 0);
+  bool ok = mine.ready != 0;
+  for (int r = 0; r < n && ok; ++r) {
+    const SetupRecord& rec = records[static_cast<size_t>(r)];
+    if (!rec.ready) {
+      ok = false;
+      if (localWhy.empty()) localWhy = strprintf("rank %d has no connection memory for the engine", r);
+      break;
+    }
+    if (r == setup.rank) continue;
+    // Kernels of different processes on one GPU take turns (time slices)
+    // unless MPS merges them: peers spinning on each other's flags would
+    // crawl from slice to slice. Such ranks stage instead.
+    if (mine.exported.busId[0] && std::strncmp(rec.exported.busId, mine.exported.busId, sizeof rec.exported.busId) == 0 &&
+        rec.exported.pid != mine.exported.pid) {
+      ok = false;
+      localWhy = strprintf("rank %d is another process on the same GPU (%.32s): their kernels cannot run at the "
+                           "same time",
+                           r, mine.exported.busId);
+      break;
+    }
+    auto reach = eng->backend_->reaches(rec.exported);
+    ok = reach.isOk() && reach.value();
+    if (!ok && localWhy.empty())
+      localWhy = reach.isOk() ? strprintf("device %d cannot access rank %d's device", eng->device(), r)
+                              : reach.status().message();
+  }
+  verdicts[static_cast<size_t>(setup.rank)] = ok ? 1 : 0;
+  LOOM_TRY(setup.bootstrap->allGather(verdicts.data(), 1, setup.wait)
+               .withContext(strprintf("device engine setup on rank %d, exchanging verdicts: ", setup.rank)));
+  for (int r = 0; r < n; ++r) {
+    if (verdicts[static_cast<size_t>(r)]) continue;
+    // This rank's own reason names the rank at fault when it has one.
+    if (whyNot) *whyNot = !ok ? localWhy : strprintf("rank %d cannot reach every peer's device", r);
+    return std::unique_ptr<DeviceEngine>();
+  }
+
+  // 3. Map the peers and publish this rank's view. Every rank got here (all
+  // verdicts were yes): a failure now is an error of the communicator.
+  std::vector<void*> bases(static_cast<size_t>(n), nullptr);
+  for (int r = 0; r < n; ++r) {
+    if (r == setup.rank) {
+      bases[static_cast<size_t>(r)] = eng->local_;
+      continue;
+    }
+    auto mapped = eng->backend_->mapPeer(records[static_cast<size_t>(r)].exported);
+    LOOM_TRY(mapped.status().withContext(
+        strprintf("device engine setup on rank %d, mapping rank %d's connection memory: ", setup.rank, r)));
+    bases[static_cast<size_t>(r)] = mapped.value();
+    eng->mappedPeers_.push_back(mapped.value());
+  }
+  const engine::EngineView view = engine::makeEngineView(eng->layout_, setup.rank, bases.data());
+  auto published = eng->backend_->publishView(view);
+  LOOM_TRY(published.status().withContext(strprintf("device engine setup on rank %d: ", setup.rank)));
+  eng->view_ = published.value();
+  auto words = eng->backend_->mappedWords(2);
+  LOOM_TRY(words.status().withContext(strprintf("device engine setup on rank %d: ", setup.rank)));
+  eng->words_ = words.value();
+  eng->words_[0] = 0;
+  eng->words_[1] = 0;
+  return eng;
+}
+
+bool DeviceEngine::accepts(const algo::CollArgs& args, const PointerInfo& send, const PointerInfo& recv) const {
+  return onDevice(send, device()) && onDevice(recv, device());
+}
+
+bool DeviceEngine::acceptsP2P(const std::vector<algo::P2POp>& ops, const std::vector<PointerInfo>& kinds) const {
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (ops[i].peer < 0 || ops[i].peer >= nranks_) return false;
+    // An empty transfer may name no buffer at all.
+    if (ops[i].bytes > 0 && !onDevice(kinds[i], device())) return false;
+  }
+  return true;
+}
+
+engine::EngineCall DeviceEngine::baseCall() const {
+  engine::EngineCall call{};
+  call.abortFlag = words_;
+  call.status = words_ + 1;
+  call.timeoutNs = settings_.timeoutSeconds > 0 ? static_cast<uint64_t>(settings_.timeoutSeconds * 1e9) : 0;
+  return call;
+}
+
+Status DeviceEngine::enqueue(const algo::CollArgs& args, void* stream) {
+  if (nranks_ == 1) {
+    // Every collective of one rank is its input: in place nothing, else one copy.
+    LOOM_TRY(kernelError());
+    const size_t bytes = args.count * dataTypeSize(args.dtype);
+    if (args.sendbuf == args.recvbuf || bytes == 0) return Status::ok();
+    return backend_->copy(args.recvbuf, args.sendbuf, bytes, stream)
+        .withContext(strprintf("%s on rank %d: ", algo::collTypeName(args.type), rank_));
+  }
+  engine::EngineCall call = baseCall();
+  call.op = engineOpOf(args.type);
+  call.type = args.dtype;
+  call.redOp = args.op == RedOp::kAvg ? RedOp::kSum : args.op;
+  call.post = args.op == RedOp::kAvg ? kernels::cuda::PostOp::kDivideByRanks : kernels::cuda::PostOp::kNone;
+  call.send = args.sendbuf;
+  call.recv = args.recvbuf;
+  call.count = args.count;
+  call.root = args.root;
+  return launch(call, stream, algo::collTypeName(args.type));
+}
+
+Status DeviceEngine::enqueueP2P(const std::vector<algo::P2POp>& ops, void* stream) {
+  if (nranks_ == 1) {
+    // Sends to itself meet its receives in order, as the host path pairs them.
+    std::vector<const algo::P2POp*> sends, recvs;
+    for (const algo::P2POp& op : ops) (op.kind == algo::P2POp::kSend ? sends : recvs).push_back(&op);
+    if (sends.size() != recvs.size())
+      return makeError(Code::kInvalidUsage, "send/recv on rank 0 of 1: %zu sends to itself but %zu receives",
+                       sends.size(), recvs.size());
+    for (size_t i = 0; i < sends.size(); ++i) {
+      if (sends[i]->bytes != recvs[i]->bytes)
+        return makeError(Code::kInvalidUsage, "send/recv on rank 0 of 1: a send of %zu bytes meets a receive of %zu",
+                         sends[i]->bytes, recvs[i]->bytes);
+      if (sends[i]->bytes && sends[i]->src != recvs[i]->dst)
+        LOOM_TRY(backend_->copy(recvs[i]->dst, sends[i]->src, sends[i]->bytes, stream));
+    }
+    return Status::ok();
+  }
+  // The kernel moves at most one send and one recv per peer. A batch with
+  // more runs as rounds: round k holds each peer's k-th send and k-th recv,
+  // which meet the peer's round k (both sides count per peer alike), and
+  // round k+1 follows on the stream once round k is done everywhere.
+  std::vector<engine::EngineCall> rounds;
+  std::vector<int> sendsTo(static_cast<size_t>(nranks_), 0), recvsFrom(static_cast<size_t>(nranks_), 0);
+  for (const algo::P2POp& op : ops) {
+    const bool isSend = op.kind == algo::P2POp::kSend;
+    int& seen = (isSend ? sendsTo : recvsFrom)[static_cast<size_t>(op.peer)];
+    const size_t round = static_cast<size_t>(seen++);
+    while (rounds.size() <= round) {
+      rounds.push_back(baseCall());
+      rounds.back().op = engine::EngineOp::kSendRecv;
+      rounds.back().type = DataType::kUint8;
+    }
+    engine::EngineCall& call = rounds[round];
+    if (isSend) {
+      call.sendPeer[call.nsends] = op.peer;
+      call.sendBuf[call.nsends] = op.src;
+      call.sendBytes[call.nsends] = op.bytes;
+      ++call.nsends;
+    } else {
+      call.recvPeer[call.nrecvs] = op.peer;
+      call.recvBuf[call.nrecvs] = op.dst;
+      call.recvBytes[call.nrecvs] = op.bytes;
+      ++call.nrecvs;
+    }
+  }
+  for (const engine::EngineCall& call : rounds) LOOM_TRY(launch(call, stream, "send/recv"));
+  return Status::ok();
+}
+
+Status DeviceEngine::launch(const engine::EngineCall& call, void* stream, const char* what) {
+  LOOM_TRY(kernelError());
+  if (const char* why = engine::engineCallError(call, nranks_, rank_))
+    return makeError(Code::kInvalidArgument, "%s on rank %d: %s", what, rank_, why);
+  return backend_->launch(view_, layout_, call, stream)
+      .withContext(strprintf("%s on rank %d, launching the device engine: ", what, rank_));
+}
+
+Status DeviceEngine::kernelError() const {
+  const uint32_t status = __atomic_load_n(&words_[1], __ATOMIC_ACQUIRE);
+  if (status == static_cast<uint32_t>(engine::EngineStatus::kOk)) return Status::ok();
+  if (status == static_cast<uint32_t>(engine::EngineStatus::kAborted))
+    return makeError(Code::kRemoteError, "rank %d: the device engine was aborted", rank_);
+  if (status == static_cast<uint32_t>(engine::EngineStatus::kTimedOut))
+    return makeError(Code::kTimeout,
+                     "rank %d: a device engine kernel waited longer than LOOM_TIMEOUT (%.0f s) for a peer; "
+                     "every rank must make the same calls, in the same order, on device buffers",
+                     rank_, settings_.timeoutSeconds);
+  return makeError(Code::kInternalError, "rank %d: the device engine kernel reported status %u", rank_, status);
+}
+
+void DeviceEngine::abort() {
+  if (words_) __atomic_store_n(&words_[0], 1u, __ATOMIC_RELEASE);
+}
+
+}  // namespace loom::cuda

@@ -1,0 +1,108 @@
+// The device engine of one communicator: collectives on device buffers run
+// by one kernel per call (kernels/cuda/engine) that moves and reduces the
+// data between the ranks' GPU memory directly, through connection FIFOs that
+// each rank allocated once and its peers mapped once.
+//
+// A call is enqueued on the caller's CUDA stream like any other kernel: no
+// host thread takes part in it, so it is ordered after the stream's earlier
+// work and before its later work by the stream itself, a thread that
+// synchronizes a device never waits for a Loom thread, and the launch can be
+// captured into a CUDA graph (the kernel keeps its step counters in device
+// memory, so a replay continues where the last call left them).
+//
+// Set up once, collectively, when the communicator is created, if every rank
+// is on this host and every rank's device reaches every other's (the same
+// device, or peer access over NVLink/PCIe):
+//   1. each rank allocates its side of every connection (zeroed) and exports it;
+//   2. one bootstrap all-gather of those records, then one of verdicts
+//      ("I reach every peer"); unless all say yes, no rank uses the engine;
+//   3. each rank maps its peers' allocations (the pointer itself within one
+//      process, CUDA IPC across processes) and publishes its kernel's view.
+// Afterwards a call exchanges nothing: user buffers are read and written
+// only by their owner's kernel, so they need no registration.
+//
+// Every rank must then pass device buffers of its engine device to the calls
+// the engine runs (as NCCL requires device buffers): a rank that passes host
+// memory takes the staged path while its peers' kernels wait for it, which
+// ends in LOOM_TIMEOUT naming the waiting rank rather than in a silent hang.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "algorithms/algorithm.h"
+#include "algorithms/p2p.h"
+#include "bootstrap/bootstrap.h"
+#include "common/status.h"
+#include "common/wait.h"
+#include "src/device/engine_backend.h"
+#include "src/device/memory_kind.h"
+
+namespace loom::cuda {
+
+struct EngineSettings {
+  int channels = 4;                  // LOOM_CUDA_ENGINE_CHANNELS
+  int slots = 4;                     // FIFO slots per connection
+  size_t slotBytes = size_t{128} << 10;
+  double timeoutSeconds = 0;         // LOOM_TIMEOUT: a kernel wait longer than this fails the call
+};
+
+struct EngineSetup {
+  int rank = 0;
+  int nranks = 1;
+  bootstrap::Bootstrap* bootstrap = nullptr;
+  WaitContext wait = {};
+  EngineSettings settings = {};
+};
+
+class DeviceEngine {
+ public:
+  // Collective: every rank of the communicator calls it with its backend.
+  // Null (and *whyNot says why, alike on every rank where it is a shared
+  // fact) when the ranks cannot all use the engine.
+  static Result<std::unique_ptr<DeviceEngine>> create(const EngineSetup& setup, std::unique_ptr<EngineBackend> backend,
+                                                      std::string* whyNot);
+  ~DeviceEngine();
+
+  int device() const { return backend_->device(); }
+  const char* backendName() const { return backend_->name(); }
+  int channels() const { return layout_.nchannels; }
+
+  // Whether this call is the engine's: both buffers are device memory of
+  // the engine's device (the same test on every rank when the ranks pass
+  // device buffers, as they must).
+  bool accepts(const algo::CollArgs& args, const PointerInfo& send, const PointerInfo& recv) const;
+  // The point-to-point batch of one group (send/recv, all-to-all); `kinds`
+  // gives each op's buffer kind, in the order of `ops`.
+  bool acceptsP2P(const std::vector<algo::P2POp>& ops, const std::vector<PointerInfo>& kinds) const;
+
+  // Enqueue the call on `stream` (a cudaStream_t; null: the engine's own
+  // stream, then the caller waits with waitIdle). Fails at once, without
+  // launching, once a kernel of this engine has reported a failure.
+  Status enqueue(const algo::CollArgs& args, void* stream);
+  Status enqueueP2P(const std::vector<algo::P2POp>& ops, void* stream);
+  Status waitIdle(const WaitContext& wait) { return backend_->waitIdle(wait); }
+
+  // A failure a kernel reported (timeout, abort), naming this rank; ok if none.
+  Status kernelError() const;
+  // Makes every waiting and later kernel of this engine stop (loomCommAbort).
+  void abort();
+
+ private:
+  DeviceEngine(const EngineSetup& setup, std::unique_ptr<EngineBackend> backend);
+  Status launch(const kernels::cuda::engine::EngineCall& call, void* stream, const char* what);
+  kernels::cuda::engine::EngineCall baseCall() const;
+
+  int rank_;
+  int nranks_;
+  EngineSettings settings_;
+  std::unique_ptr<EngineBackend> backend_;
+  kernels::cuda::engine::EngineLayout layout_{};
+  void* local_ = nullptr;             // this rank's allocation
+  std::vector<void*> mappedPeers_;    // peers' allocations mapped here (to unmap)
+  const kernels::cuda::engine::EngineView* view_ = nullptr;
+  uint32_t* words_ = nullptr;         // [0] abort, [1] status (kernel-written)
+};
+
+}  // namespace loom::cuda

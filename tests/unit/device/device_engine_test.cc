@@ -1,0 +1,235 @@
+// The device engine's host side (src/device/device_engine.h) end to end over
+// the emulated backend: setup and its agreement, the calls it builds from
+// collectives and send/recv batches, several calls in a row on the same
+// connections, one rank, and the failures (timeout, abort) that must reach
+// the caller instead of hanging. Ranks are threads with an in-process
+// bootstrap; "device memory" is host memory, and each launch runs the engine
+// kernel's own body on host threads.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "src/device/device_engine.h"
+#include "tests/support/local_bootstrap.h"
+#include "tests/support/rank_threads.h"
+
+namespace loom::cuda {
+namespace {
+
+using testing::LocalBootstrap;
+using testing::LocalBootstrapGroup;
+using testing::runRankThreads;
+
+WaitContext waitFor(double seconds) {
+  WaitContext w;
+  w.deadline = Deadline::after(seconds);
+  return w;
+}
+
+const PointerInfo kDevice{MemoryKind::kDevice, 0};
+const PointerInfo kHost{};
+
+struct EngineWorld {
+  std::vector<std::unique_ptr<DeviceEngine>> engines;
+  std::vector<std::string> why;
+};
+
+// Creates one engine per rank; `backendFor(rank)` may return null.
+EngineWorld makeWorld(int nranks, double timeoutSeconds = 20,
+                      const std::function<std::unique_ptr<EngineBackend>(int)>& backendFor = {}) {
+  EngineWorld world;
+  world.engines.resize(static_cast<size_t>(nranks));
+  world.why.resize(static_cast<size_t>(nranks));
+  auto group = LocalBootstrapGroup::create(nranks);
+  std::vector<std::string> errors(static_cast<size_t>(nranks));
+  runRankThreads(nranks, [&](int rank) {
+    LocalBootstrap boot(group, rank);
+    EngineSetup setup;
+    setup.rank = rank;
+    setup.nranks = nranks;
+    setup.bootstrap = &boot;
+    setup.wait = waitFor(20);
+    setup.settings.channels = 2;
+    setup.settings.slots = 2;
+    setup.settings.slotBytes = 4096;  // small: every call below crosses many slots
+    setup.settings.timeoutSeconds = timeoutSeconds;
+    auto backend = backendFor ? backendFor(rank) : makeEmulatedEngineBackend();
+    auto made = DeviceEngine::create(setup, std::move(backend), &world.why[static_cast<size_t>(rank)]);
+    if (!made.isOk()) errors[static_cast<size_t>(rank)] = made.status().message();
+    else world.engines[static_cast<size_t>(rank)] = std::move(made).value();
+  });
+  for (const auto& e : errors) EXPECT_EQ(e, "");
+  return world;
+}
+
+// Rank r's input element i: distinct per rank and index, exact in float.
+float inputOf(int rank, size_t i) { return static_cast<float>((rank + 1) * 1000 + static_cast<int>(i % 997)); }
+
+TEST(DeviceEngineEmulated, EveryCollectiveInARowMatchesItsReference) {
+  for (int nranks : {1, 2, 3, 4}) {
+    SCOPED_TRACE("nranks " + std::to_string(nranks));
+    EngineWorld world = makeWorld(nranks);
+    for (int r = 0; r < nranks; ++r) ASSERT_NE(world.engines[static_cast<size_t>(r)], nullptr) << world.why[0];
+    constexpr size_t kCount = 10007;  // not a multiple of anything the engine splits by
+    const size_t n = static_cast<size_t>(nranks);
+    std::vector<std::string> failures(n);
+    runRankThreads(nranks, [&](int rank) {
+      DeviceEngine& eng = *world.engines[static_cast<size_t>(rank)];
+      std::string& failure = failures[static_cast<size_t>(rank)];
+      auto check = [&](bool ok, const std::string& what) {
+        if (!ok && failure.empty()) failure = what;
+      };
+      std::vector<float> in(kCount * n), sum(kCount), avgInPlace(kCount), gathered(kCount * n), scattered(kCount),
+          bcast(kCount), reduced(kCount, -1.0f);
+      for (size_t i = 0; i < in.size(); ++i) in[i] = inputOf(rank, i);
+      for (size_t i = 0; i < kCount; ++i) avgInPlace[i] = in[i];
+      auto run = [&](algo::CollType type, const void* send, void* recv, RedOp op, int root) {
+        algo::CollArgs args;
+        args.type = type;
+        args.sendbuf = send;
+        args.recvbuf = recv;
+        args.count = kCount;
+        args.op = op;
+        args.root = root;
+        check(eng.accepts(args, kDevice, kDevice), "accepts");
+        Status s = eng.enqueue(args, nullptr);
+        check(s.isOk(), s.message());
+      };
+      // Five calls queued back to back, then one wait (as a training step does).
+      run(algo::CollType::kAllReduce, in.data(), sum.data(), RedOp::kSum, 0);
+      run(algo::CollType::kAllReduce, avgInPlace.data(), avgInPlace.data(), RedOp::kAvg, 0);
+      run(algo::CollType::kAllGather, in.data(), gathered.data(), RedOp::kSum, 0);
+      run(algo::CollType::kReduceScatter, in.data(), scattered.data(), RedOp::kMax, 0);
+      std::vector<float> bsrc(kCount);
+      for (size_t i = 0; i < kCount; ++i) bsrc[i] = rank == nranks - 1 ? inputOf(rank, i) : -7.0f;
+      run(algo::CollType::kBroadcast, bsrc.data(), bcast.data(), RedOp::kSum, nranks - 1);
+      run(algo::CollType::kReduce, in.data(), reduced.data(), RedOp::kMin, 0);
+      Status idle = eng.waitIdle(waitFor(60));
+      check(idle.isOk(), idle.message());
+      Status kernel = eng.kernelError();
+      check(kernel.isOk(), kernel.message());
+      for (size_t i = 0; i < kCount && failure.empty(); ++i) {
+        float s = 0, m = 0;
+        for (int r = 0; r < nranks; ++r) s += inputOf(r, i);  // rank order, as the engine promises for sums
+        check(sum[i] == s, "all-reduce sum at " + std::to_string(i));
+        check(std::fabs(avgInPlace[i] - s / static_cast<float>(nranks)) <= 1e-3f * std::fabs(s),
+              "all-reduce avg in place at " + std::to_string(i));
+        for (int r = 0; r < nranks; ++r)
+          check(gathered[static_cast<size_t>(r) * kCount + i] == inputOf(r, i), "all-gather at " + std::to_string(i));
+        const size_t block = static_cast<size_t>(rank) * kCount + i;
+        m = inputOf(0, block);
+        for (int r = 1; r < nranks; ++r) m = std::max(m, inputOf(r, block));
+        check(scattered[i] == m, "reduce-scatter max at " + std::to_string(i));
+        check(bcast[i] == inputOf(nranks - 1, i), "broadcast at " + std::to_string(i));
+        if (rank == 0) check(reduced[i] == inputOf(0, i), "reduce min at " + std::to_string(i));  // rank 0 is smallest
+      }
+    });
+    for (int r = 0; r < nranks; ++r) EXPECT_EQ(failures[static_cast<size_t>(r)], "") << "rank " << r;
+  }
+}
+
+TEST(DeviceEngineEmulated, SendRecvBatchesWithRepeatedPeersRunAsRounds) {
+  constexpr int kRanks = 3;
+  EngineWorld world = makeWorld(kRanks);
+  for (int r = 0; r < kRanks; ++r) ASSERT_NE(world.engines[static_cast<size_t>(r)], nullptr) << world.why[0];
+  constexpr size_t kBytes = 9001;
+  std::vector<std::string> failures(kRanks);
+  runRankThreads(kRanks, [&](int rank) {
+    DeviceEngine& eng = *world.engines[static_cast<size_t>(rank)];
+    const int next = (rank + 1) % kRanks, prev = (rank + kRanks - 1) % kRanks;
+    // Two messages to the next rank and two from the previous one, plus one to itself.
+    std::vector<uint8_t> out1(kBytes), out2(kBytes), self(kBytes), in1(kBytes, 0), in2(kBytes, 0), selfIn(kBytes, 0);
+    for (size_t i = 0; i < kBytes; ++i) {
+      out1[i] = static_cast<uint8_t>(rank * 31 + i);
+      out2[i] = static_cast<uint8_t>(rank * 17 + 3 * i);
+      self[i] = static_cast<uint8_t>(i ^ 0x5a);
+    }
+    std::vector<algo::P2POp> ops = {algo::P2POp::send(next, out1.data(), kBytes),
+                                    algo::P2POp::recv(prev, in1.data(), kBytes),
+                                    algo::P2POp::send(next, out2.data(), kBytes),
+                                    algo::P2POp::recv(prev, in2.data(), kBytes),
+                                    algo::P2POp::send(rank, self.data(), kBytes),
+                                    algo::P2POp::recv(rank, selfIn.data(), kBytes)};
+    std::vector<PointerInfo> kinds(ops.size(), kDevice);
+    std::string& failure = failures[static_cast<size_t>(rank)];
+    if (!eng.acceptsP2P(ops, kinds)) failure = "batch not accepted";
+    Status s = eng.enqueueP2P(ops, nullptr);
+    if (s.isOk()) s = eng.waitIdle(waitFor(60));
+    if (s.isOk()) s = eng.kernelError();
+    if (!s.isOk()) failure = s.message();
+    for (size_t i = 0; i < kBytes && failure.empty(); ++i) {
+      if (in1[i] != static_cast<uint8_t>(prev * 31 + i)) failure = "first message from prev at " + std::to_string(i);
+      if (in2[i] != static_cast<uint8_t>(prev * 17 + 3 * i)) failure = "second message at " + std::to_string(i);
+      if (selfIn[i] != static_cast<uint8_t>(i ^ 0x5a)) failure = "message to itself at " + std::to_string(i);
+    }
+  });
+  for (int r = 0; r < kRanks; ++r) EXPECT_EQ(failures[static_cast<size_t>(r)], "") << "rank " << r;
+}
+
+TEST(DeviceEngineEmulated, HostBuffersAreNotTheEngines) {
+  EngineWorld world = makeWorld(1);
+  ASSERT_NE(world.engines[0], nullptr);
+  algo::CollArgs args;
+  EXPECT_FALSE(world.engines[0]->accepts(args, kHost, kDevice));
+  EXPECT_FALSE(world.engines[0]->accepts(args, kDevice, PointerInfo{MemoryKind::kDevice, 3}));
+  EXPECT_TRUE(world.engines[0]->accepts(args, kDevice, kDevice));
+}
+
+TEST(DeviceEngineEmulated, OneRankWithoutABackendMeansNoEngineOnAnyRank) {
+  EngineWorld world = makeWorld(3, 20, [](int rank) {
+    return rank == 1 ? std::unique_ptr<EngineBackend>() : makeEmulatedEngineBackend();
+  });
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_EQ(world.engines[static_cast<size_t>(r)], nullptr) << "rank " << r;
+    EXPECT_NE(world.why[static_cast<size_t>(r)].find(r == 1 ? "no device" : "rank 1"), std::string::npos)
+        << world.why[static_cast<size_t>(r)];
+  }
+}
+
+TEST(DeviceEngineEmulated, MoreRanksThanTheEngineRunsMeansNoEngine) {
+  const int n = kernels::cuda::engine::kMaxRanks + 1;
+  EngineWorld world = makeWorld(n);
+  for (int r = 0; r < n; ++r) EXPECT_EQ(world.engines[static_cast<size_t>(r)], nullptr);
+  EXPECT_NE(world.why[0].find("ranks"), std::string::npos) << world.why[0];
+}
+
+TEST(DeviceEngineEmulated, APeerThatNeverCallsEndsInATimeoutNamingTheRankThenCallsFailAtOnce) {
+  EngineWorld world = makeWorld(2, /*timeoutSeconds=*/0.3);
+  ASSERT_NE(world.engines[0], nullptr) << world.why[0];
+  std::vector<float> in(4096, 1.0f), out(4096);
+  algo::CollArgs args;
+  args.sendbuf = in.data();
+  args.recvbuf = out.data();
+  args.count = in.size();
+  DeviceEngine& eng = *world.engines[0];
+  ASSERT_TRUE(eng.enqueue(args, nullptr).isOk());  // rank 1 never joins
+  EXPECT_TRUE(eng.waitIdle(waitFor(20)).isOk());    // the kernel gave up: it did not hang
+  Status error = eng.kernelError();
+  EXPECT_EQ(error.code(), Code::kTimeout) << error.message();
+  EXPECT_NE(error.message().find("rank 0"), std::string::npos) << error.message();
+  Status next = eng.enqueue(args, nullptr);
+  EXPECT_EQ(next.code(), Code::kTimeout) << next.message();
+}
+
+TEST(DeviceEngineEmulated, AbortStopsAWaitingKernel) {
+  EngineWorld world = makeWorld(2, /*timeoutSeconds=*/0);  // no timeout: only the abort can end the wait
+  ASSERT_NE(world.engines[0], nullptr) << world.why[0];
+  std::vector<float> in(4096, 1.0f), out(4096);
+  algo::CollArgs args;
+  args.sendbuf = in.data();
+  args.recvbuf = out.data();
+  args.count = in.size();
+  DeviceEngine& eng = *world.engines[0];
+  ASSERT_TRUE(eng.enqueue(args, nullptr).isOk());
+  EXPECT_FALSE(eng.waitIdle(waitFor(0.2)).isOk());  // still waiting for rank 1
+  eng.abort();
+  EXPECT_TRUE(eng.waitIdle(waitFor(20)).isOk());
+  EXPECT_EQ(eng.kernelError().code(), Code::kRemoteError) << eng.kernelError().message();
+}
+
+}  // namespace
+}  // namespace loom::cuda
