@@ -18,6 +18,11 @@ loomResult_t submit(const char* call, loomComm_t comm, loomStream_t stream, cons
     if (stream && !loom::api::isLiveStream(stream))
       return loom::api::fail(ref, loom::makeError(Code::kInvalidArgument, "%s on rank %d: stream %p is not a live stream",
                                                   call, comm->impl->rank(), static_cast<void*>(stream)));
+    // Collectives run on the host executor (see Stream::requireNotCapturing).
+    if (stream) {
+      if (Status capture = stream->impl.requireNotCapturing(call, comm->impl->rank()); !capture.isOk())
+        return loom::api::fail(ref, capture);
+    }
     Status s = comm->impl->validate(args);
     if (!s.isOk()) return loom::api::fail(ref, s);
     if (loom::api::inGroup()) {

@@ -27,6 +27,8 @@ loomResult_t guarded(const char* call, loomComm_t comm, Body&& body) {
 Status checkStream(const char* call, loomComm_t comm, loomStream_t stream) {
   LOOM_ENFORCE(!stream || loom::api::isLiveStream(stream), Code::kInvalidArgument,
                "%s on rank %d: stream %p is not a live stream", call, comm->impl->rank(), static_cast<void*>(stream));
+  // Every call here runs on the host executor (see Stream::requireNotCapturing).
+  if (stream) LOOM_TRY(stream->impl.requireNotCapturing(call, comm->impl->rank()));
   return Status::ok();
 }
 

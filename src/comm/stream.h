@@ -35,6 +35,15 @@ class Stream {
   // Null for a host stream.
   cuda::DeviceStream* device() const { return device_.get(); }
 
+  // For a call that Loom's host executor will run (the host and staged
+  // paths): fails with kInvalidUsage, naming `call` and `rank`, while the
+  // bound CUDA stream is being captured into a CUDA graph. The executor runs
+  // the operation when it is enqueued, so a replay of the graph would run
+  // none of it; failing at once is the only answer that neither hangs nor
+  // silently drops the work. A path whose work is itself captured (a device
+  // engine's kernels) does not call this. OK for a host stream.
+  Status requireNotCapturing(const char* call, int rank) const;
+
  private:
   void pruneLocked();
 

@@ -1,0 +1,58 @@
+// A DeviceStream (src/device/device_stream.h) over an emulated CUDA stream
+// (emulated_cuda.h), with either way of ordering later work after a Loom
+// operation:
+//  - kGate: what the CUDA binding does, a "kernel" on the stream that runs
+//    the gate's wait protocol (kernels/cuda/stream_gate_core.h, the same code
+//    the GPU runs) on the stream's thread;
+//  - kBlockingHostFunction: the design it replaced, a host function that
+//    blocks the process's one callback thread until the operation completed;
+//    kept here only so tests can show it deadlocks where the gate does not.
+// Bind one to a Loom stream with bindEmulatedStream.
+#pragma once
+
+#include <memory>
+
+#include "loom/loom.h"
+#include "src/device/device_stream.h"
+#include "tests/unit/device/emulated_cuda.h"
+
+namespace loom::testing {
+
+enum class StreamOrdering { kGate, kBlockingHostFunction };
+
+class EmulatedDeviceStream final : public cuda::DeviceStream {
+ public:
+  EmulatedDeviceStream(EmulatedStream& stream, StreamOrdering ordering);
+  ~EmulatedDeviceStream() override { gate_->abort(); }
+
+  std::shared_ptr<cuda::PriorWork> markPriorWork() override;
+  cuda::StreamOrderTicket reserveOrder() override { return cuda::StreamOrderTicket(gate_, gate_->reserve()); }
+  Status orderAfter(uint64_t sequence) override;
+  Result<bool> capturing() override { return capturing_.load(); }
+  int device() const override { return 0; }
+
+  // Sleeps this long before enqueueing each ordering item: the enqueueing
+  // thread descheduled between queueing the operation and ordering the
+  // stream after it (a window every real launch has, only longer).
+  void setOrderLaunchDelay(Millis delay) { orderLaunchDelay_.store(delay); }
+  // As if cudaStreamBeginCapture / cudaStreamEndCapture were called.
+  void setCapturing(bool on) { capturing_.store(on); }
+  // Ends every wait of the gate (a test's cleanup after a provoked deadlock).
+  void abortGate() { gate_->abort(); }
+
+ private:
+  EmulatedStream& stream_;
+  StreamOrdering ordering_;
+  std::shared_ptr<cuda::StreamGateWords> words_;  // shared with every wait still queued on the stream
+  std::shared_ptr<cuda::StreamGate> gate_;
+  std::atomic<bool> capturing_{false};
+  std::atomic<Millis> orderLaunchDelay_{Millis(0)};
+};
+
+// A Loom stream bound to an EmulatedDeviceStream over `stream`; `*device`
+// (optional) receives the binding, owned by the Loom stream
+// (loomStreamDestroy frees it).
+loomStream_t bindEmulatedStream(EmulatedStream& stream, StreamOrdering ordering,
+                                EmulatedDeviceStream** device = nullptr);
+
+}  // namespace loom::testing
