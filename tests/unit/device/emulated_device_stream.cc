@@ -34,18 +34,19 @@ struct HostPause {
 EmulatedDeviceStream::EmulatedDeviceStream(EmulatedStream& stream, StreamOrdering ordering)
     : stream_(stream),
       ordering_(ordering),
-      words_(std::make_shared<cuda::StreamGateWords>()),
-      gate_(std::make_shared<cuda::StreamGate>(words_.get(), words_)) {}
+      shared_(std::make_shared<Shared>()),
+      gate_(std::make_shared<cuda::StreamGate>(&shared_->words, shared_)) {}
 
 std::shared_ptr<cuda::PriorWork> EmulatedDeviceStream::markPriorWork() {
   return std::make_shared<EventPriorWork>(stream_.recordEvent());
 }
 
 Status EmulatedDeviceStream::orderAfter(uint64_t sequence) {
-  // A queued wait keeps the words alive: the stream may run it after this
-  // binding is gone (the abort in the destructor ends it then).
-  auto wait = [words = words_, sequence] { (void)kernels::cuda::gateWait(words.get(), sequence, HostPause{}); };
-  if (const Millis delay = orderLaunchDelay_.load(); delay.count() > 0) std::this_thread::sleep_for(delay);
+  if (beforeOrderLaunch_) beforeOrderLaunch_(sequence);
+  auto wait = [shared = shared_, sequence] {
+    shared->reachedOrder.store(sequence, std::memory_order_release);
+    (void)kernels::cuda::gateWait(&shared->words, sequence, HostPause{});
+  };
   if (ordering_ == StreamOrdering::kGate) stream_.launchKernel(wait);
   else stream_.launchHostFunc(wait);
   return Status::ok();

@@ -10,6 +10,8 @@
 // Bind one to a Loom stream with bindEmulatedStream.
 #pragma once
 
+#include <atomic>
+#include <functional>
 #include <memory>
 
 #include "loom/loom.h"
@@ -31,10 +33,15 @@ class EmulatedDeviceStream final : public cuda::DeviceStream {
   Result<bool> capturing() override { return capturing_.load(); }
   int device() const override { return 0; }
 
-  // Sleeps this long before enqueueing each ordering item: the enqueueing
-  // thread descheduled between queueing the operation and ordering the
-  // stream after it (a window every real launch has, only longer).
-  void setOrderLaunchDelay(Millis delay) { orderLaunchDelay_.store(delay); }
+  // Called with the sequence number before each ordering item is enqueued,
+  // on the enqueueing thread: a test holds the thread there (as if it were
+  // descheduled between queueing the operation and ordering the stream
+  // after it, a window every real launch has) until some event. Set it
+  // before the stream is used.
+  void setBeforeOrderLaunch(std::function<void(uint64_t sequence)> hook) { beforeOrderLaunch_ = std::move(hook); }
+  // The highest sequence whose ordering item has started to wait (the gate
+  // kernel runs, or the host function runs on the callback thread).
+  uint64_t reachedOrder() const { return shared_->reachedOrder.load(std::memory_order_acquire); }
   // As if cudaStreamBeginCapture / cudaStreamEndCapture were called.
   void setCapturing(bool on) { capturing_.store(on); }
   // Ends every wait of the gate (a test's cleanup after a provoked deadlock).
@@ -43,10 +50,16 @@ class EmulatedDeviceStream final : public cuda::DeviceStream {
  private:
   EmulatedStream& stream_;
   StreamOrdering ordering_;
-  std::shared_ptr<cuda::StreamGateWords> words_;  // shared with every wait still queued on the stream
+  // Shared with every wait still queued on the stream (it may run after the
+  // binding is gone; the gate's abort in the destructor ends it then).
+  struct Shared {
+    cuda::StreamGateWords words{};
+    std::atomic<uint64_t> reachedOrder{0};
+  };
+  std::shared_ptr<Shared> shared_;
   std::shared_ptr<cuda::StreamGate> gate_;
   std::atomic<bool> capturing_{false};
-  std::atomic<Millis> orderLaunchDelay_{Millis(0)};
+  std::function<void(uint64_t)> beforeOrderLaunch_;
 };
 
 // A Loom stream bound to an EmulatedDeviceStream over `stream`; `*device`

@@ -8,12 +8,14 @@
 //
 // How the old design deadlocks here: all host functions of a process run on
 // one callback thread, and each of the old design's blocks it until its
-// operation is done. Rank 1's thread is descheduled (setOrderLaunchDelay)
-// between queueing an operation and ordering its stream after it, so its
-// host function reaches the callback thread after rank 0's host function for
-// the NEXT operation, which waits for rank 1's next operation, which waits
-// (prior work) for rank 1's host function: a cycle. The gate keeps every
-// wait on the stream itself, so no thread is shared and no cycle exists.
+// operation is done. Rank 1's thread is held (as if descheduled) between
+// queueing its first operation and ordering its stream after it, until rank
+// 0's stream has started waiting after its SECOND operation. Rank 1's host
+// function then queues behind rank 0's, which waits for rank 1's second
+// operation, which waits (prior work on rank 1's stream) for rank 1's host
+// function: a cycle, reached without any timing assumption. The gate keeps
+// every wait on its own stream, so nothing is shared and no cycle exists;
+// the same hold must not matter to it.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -35,9 +37,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// The gate's runs take well under a second; the old design is declared hung
-// when it has not finished in this long.
-constexpr Millis kHangBound{2000};
+// The gate's runs take well under a second (the slow kernel's 200 ms
+// included); the old design is declared hung when it has not finished in
+// this long.
+constexpr Millis kHangBound{1500};
 // What a gate run may take on a loaded CI machine.
 constexpr Millis kGateLimit{30000};
 
@@ -103,19 +106,32 @@ class EmulatedWorld {
     while (finished.load() < size() && Clock::now() < deadline) std::this_thread::sleep_for(Millis(5));
     const bool completed = finished.load() == size();
     if (!completed) {
+      aborted_.store(true);  // before the aborts: calls failing after them are expected
       for (RankEnv& e : envs_) (void)loomCommAbort(e.comm);
-      aborted_ = true;
     }
     for (auto& t : threads) t.join();
     return completed;
   }
-  bool aborted() const { return aborted_; }
+  bool aborted() const { return aborted_.load(); }
 
  private:
   std::vector<RankEnv> envs_;
   std::vector<std::unique_ptr<EmulatedStream>> streams_;
-  bool aborted_ = false;
+  std::atomic<bool> aborted_{false};
 };
+
+// Holds rank 1's thread before it orders its stream after its first
+// operation, until rank 0's stream waits after its second one (or 10 s:
+// then the precondition failed, which is reported).
+void holdRankOneUntilRankZeroWaitsOnItsSecondOperation(EmulatedWorld& world) {
+  EmulatedDeviceStream* zero = world.rank(0).binding;
+  world.rank(1).binding->setBeforeOrderLaunch([zero](uint64_t sequence) {
+    if (sequence != 1) return;
+    const auto deadline = Clock::now() + Millis(10000);
+    while (zero->reachedOrder() < 2 && Clock::now() < deadline) std::this_thread::sleep_for(Millis(1));
+    EXPECT_GE(zero->reachedOrder(), 2u) << "rank 0's stream never reached its second operation's ordering";
+  });
+}
 
 // Rank r's input of operation k: element i is i*(r+1) + 1000k + 7r.
 int32_t input(int rank, int op, size_t i) { return static_cast<int32_t>(i) * (rank + 1) + 1000 * op + 7 * rank; }
@@ -136,7 +152,7 @@ constexpr size_t kCount = 4099;
 
 // A fill kernel (after `sleep`), then the all-reduce, then a kernel that
 // reads the result (out = 3 * recv): per operation k, on rank e's stream.
-void enqueueStep(RankEnv& e, Buffers& b, int k, Millis sleep) {
+void enqueueStep(const EmulatedWorld& world, RankEnv& e, Buffers& b, int k, Millis sleep) {
   auto* send = &b.send[static_cast<size_t>(k)];
   auto* recv = &b.recv[static_cast<size_t>(k)];
   auto* out = &b.out[static_cast<size_t>(k)];
@@ -145,8 +161,10 @@ void enqueueStep(RankEnv& e, Buffers& b, int k, Millis sleep) {
     std::this_thread::sleep_for(sleep);
     for (size_t i = 0; i < send->size(); ++i) (*send)[i] = input(rank, k, i);
   });
-  EXPECT_EQ(loomAllReduce(send->data(), recv->data(), kCount, loomInt32, loomSum, e.comm, e.stream), loomSuccess)
-      << loomGetLastError(e.comm);
+  const loomResult_t enqueued =
+      loomAllReduce(send->data(), recv->data(), kCount, loomInt32, loomSum, e.comm, e.stream);
+  // A hung run's cleanup aborts the communicators while ranks still enqueue.
+  if (!world.aborted()) EXPECT_EQ(enqueued, loomSuccess) << loomGetLastError(e.comm);
   e.cuda->launchKernel([=] {
     for (size_t i = 0; i < recv->size(); ++i) (*out)[i] = 3 * (*recv)[i];
   });
@@ -162,21 +180,19 @@ void expectResults(const Buffers& b, int nranks, int ops, int rank) {
 }
 
 // ---- (1) A collective behind a 200 ms kernel, before later kernels ----
-// Two iterations; rank 1's thread is descheduled for 400 ms after queueing
-// the first collective.
+// Two iterations, the first behind the slow kernel.
 bool orderedBehindSlowKernel(StreamOrdering ordering, Millis limit) {
   EmulatedWorld world(2, ordering);
-  world.rank(1).binding->setOrderLaunchDelay(Millis(400));
+  holdRankOneUntilRankZeroWaitsOnItsSecondOperation(world);
   std::vector<Buffers> buffers(2, Buffers(2, kCount));
   const bool completed = world.run(
       [&](RankEnv& e) {
         Buffers& b = buffers[static_cast<size_t>(e.rank)];
-        enqueueStep(e, b, 0, Millis(200));
-        // Only enqueued: the 200 ms kernel still runs (when it is not over already
-        // on rank 1, whose enqueue took 400 ms).
+        enqueueStep(world, e, b, 0, Millis(200));
+        // Only enqueued: the 200 ms kernel still runs (rank 1's thread was
+        // held until rank 0 finished the first collective).
         if (e.rank == 0) EXPECT_EQ(loomStreamQuery(e.stream), loomInProgress);
-        world.rank(e.rank).binding->setOrderLaunchDelay(Millis(0));
-        enqueueStep(e, b, 1, Millis(0));
+        enqueueStep(world, e, b, 1, Millis(0));
         e.cuda->synchronize();
       },
       limit);
@@ -200,13 +216,13 @@ constexpr int kBackToBack = 3;
 bool backToBack(int nranks, StreamOrdering ordering, Millis limit, double timeoutSeconds = 0,
                 std::vector<loomResult_t>* syncResults = nullptr) {
   EmulatedWorld world(nranks, ordering, timeoutSeconds);
-  world.rank(1).binding->setOrderLaunchDelay(Millis(250));
+  holdRankOneUntilRankZeroWaitsOnItsSecondOperation(world);
   std::vector<Buffers> buffers(static_cast<size_t>(nranks), Buffers(kBackToBack, kCount));
   if (syncResults) syncResults->assign(static_cast<size_t>(nranks), loomInternalError);
   const bool completed = world.run(
       [&](RankEnv& e) {
         Buffers& b = buffers[static_cast<size_t>(e.rank)];
-        for (int k = 0; k < kBackToBack; ++k) enqueueStep(e, b, k, Millis(0));
+        for (int k = 0; k < kBackToBack; ++k) enqueueStep(world, e, b, k, Millis(0));
         e.cuda->synchronize();
         const loomResult_t sync = loomStreamSynchronize(e.stream);
         if (syncResults) (*syncResults)[static_cast<size_t>(e.rank)] = sync;
@@ -238,12 +254,12 @@ TEST(CudaHostStreamOrder, BlockingHostFunctionDeadlocksBackToBackFourRanks) {
 // ---- (3) A rank's thread synchronizes the device while a peer's collective is enqueued ----
 bool deviceSynchronizeWhilePeerEnqueued(StreamOrdering ordering, Millis limit) {
   EmulatedWorld world(2, ordering);
-  world.rank(1).binding->setOrderLaunchDelay(Millis(250));
+  holdRankOneUntilRankZeroWaitsOnItsSecondOperation(world);
   std::vector<Buffers> buffers(2, Buffers(2, kCount));
   const bool completed = world.run(
       [&](RankEnv& e) {
         Buffers& b = buffers[static_cast<size_t>(e.rank)];
-        for (int k = 0; k < 2; ++k) enqueueStep(e, b, k, Millis(0));
+        for (int k = 0; k < 2; ++k) enqueueStep(world, e, b, k, Millis(0));
         // Rank 0 waits for the whole device, rank 1's stream included, whose
         // collectives are still being enqueued by rank 1's thread.
         if (e.rank == 0) EmulatedStream::deviceSynchronize();
@@ -304,9 +320,9 @@ TEST(CudaHostStreamOrder, AbortReachesTheOperationAndReleasesTheStream) { failed
 // though every rank made every call; the gate's run succeeds.
 TEST(CudaHostStreamOrder, BlockingHostFunctionTurnsBackToBackCallsIntoTimeouts) {
   std::vector<loomResult_t> gate, old;
-  ASSERT_TRUE(backToBack(2, StreamOrdering::kGate, kGateLimit, 1.5, &gate));
+  ASSERT_TRUE(backToBack(2, StreamOrdering::kGate, kGateLimit, 1.0, &gate));
   EXPECT_EQ(gate, std::vector<loomResult_t>(2, loomSuccess));
-  ASSERT_TRUE(backToBack(2, StreamOrdering::kBlockingHostFunction, kGateLimit, 1.5, &old))
+  ASSERT_TRUE(backToBack(2, StreamOrdering::kBlockingHostFunction, kGateLimit, 1.0, &old))
       << "LOOM_TIMEOUT did not reach the old design's operations";
   EXPECT_NE(old, std::vector<loomResult_t>(2, loomSuccess));
 }
