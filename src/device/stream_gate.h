@@ -25,6 +25,11 @@
 // in stream order (an aborted communicator may fail an operation before its
 // predecessor finished): `released` only moves to s once 1..s are all done.
 // Tearing a gate down (stream destroy) aborts it, which ends every wait.
+//
+// What the gate asks of the rest of Loom: an operation never synchronizes the
+// whole device (cudaFree, cudaFreeHost, cudaDeviceSynchronize, ...) while it
+// runs, since a peer's gate on the same device may wait for an operation that
+// needs this one (runtime.h's frees run on a thread of their own for that).
 #pragma once
 
 #include <cstdint>
