@@ -133,6 +133,8 @@ class CudaStreamBinding final : public DeviceStream {
   std::shared_ptr<PriorWork> markPriorWork() override {
     auto event = events_->take();
     if (!event.isOk()) return std::make_shared<EventPriorWork>(events_, nullptr, event.status());
+    DeviceGuard guard(device_);
+    if (!guard.status().isOk()) return std::make_shared<EventPriorWork>(events_, event.value(), guard.status());
     Status recorded = cudaStatus(cudaEventRecord(event.value(), stream_), "cudaEventRecord on the CUDA stream");
     return std::make_shared<EventPriorWork>(events_, event.value(), std::move(recorded));
   }
@@ -140,6 +142,10 @@ class CudaStreamBinding final : public DeviceStream {
   StreamOrderTicket reserveOrder() override { return StreamOrderTicket(gate_, gate_->reserve()); }
 
   Status orderAfter(uint64_t sequence) override {
+    // A launch goes to the current device's context: the stream's, whatever
+    // device the calling thread has current.
+    DeviceGuard guard(device_);
+    LOOM_TRY(guard.status());
     return cudaStatus(kernels::cuda::launchStreamGate(deviceWords_, sequence, stream_),
                       "launching the stream gate kernel on the CUDA stream");
   }
