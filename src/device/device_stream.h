@@ -22,7 +22,6 @@
 #include <cstdint>
 #include <memory>
 
-#include "common/completion.h"
 #include "common/status.h"
 #include "common/wait.h"
 #include "src/device/stream_gate.h"

@@ -15,7 +15,9 @@
 //  - So the wait runs on the GPU, as a 1-thread kernel on the user's stream
 //    that polls a word in mapped pinned memory with __nanosleep backoff
 //    (NCCL's kernels wait on host-written flags the same way). It holds one
-//    thread slot of one SM while it waits, nothing on the host.
+//    thread slot of one SM while it waits, nothing on the host. It needs no
+//    peer's kernel resident beside it (it waits for a host write only), so
+//    processes that share a GPU without MPS merely time-slice.
 //
 // Lifetime: an operation reserves its sequence number before it is queued
 // (it may complete before the gate kernel is even launched), and its ticket
