@@ -9,15 +9,16 @@
 // How the old design deadlocks here: all host functions of a process run on
 // one callback thread, and each of the old design's blocks it until its
 // operation is done. Rank 1's thread is held (as if descheduled) between
-// queueing its first operation and ordering its stream after it, until rank
-// 0's stream has started waiting after its SECOND operation. Rank 1's host
-// function then queues behind rank 0's, which waits for rank 1's second
-// operation, which waits (prior work on rank 1's stream) for rank 1's host
+// queueing its first operation and ordering its stream after it, until a
+// peer's stream has started waiting after its SECOND operation. Rank 1's
+// host function then queues behind the peer's, which waits for rank 1's
+// second operation, which waits (prior work on rank 1's stream) for rank 1's host
 // function: a cycle, reached without any timing assumption. The gate keeps
 // every wait on its own stream, so nothing is shared and no cycle exists;
 // the same hold must not matter to it.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -91,10 +92,10 @@ class EmulatedWorld {
   int size() const { return static_cast<int>(envs_.size()); }
 
   // Runs body on one thread per rank. True if all returned within `limit`;
-  // otherwise aborts every communicator (their operations fail, which
-  // releases every stream and every blocked host function), joins, and
-  // returns false.
-  bool run(const std::function<void(RankEnv&)>& body, Millis limit) {
+  // otherwise calls onHang (which may inspect the hung state), aborts every
+  // communicator (their operations fail, which releases every stream and
+  // every blocked host function), joins, and returns false.
+  bool run(const std::function<void(RankEnv&)>& body, Millis limit, const std::function<void()>& onHang = {}) {
     std::atomic<int> finished{0};
     std::vector<std::thread> threads;
     for (RankEnv& e : envs_)
@@ -106,6 +107,7 @@ class EmulatedWorld {
     while (finished.load() < size() && Clock::now() < deadline) std::this_thread::sleep_for(Millis(5));
     const bool completed = finished.load() == size();
     if (!completed) {
+      if (onHang) onHang();
       aborted_.store(true);  // before the aborts: calls failing after them are expected
       for (RankEnv& e : envs_) (void)loomCommAbort(e.comm);
     }
@@ -120,17 +122,33 @@ class EmulatedWorld {
   std::atomic<bool> aborted_{false};
 };
 
+// The highest ordering wait started on a rank other than 1.
+uint64_t furthestWaitBesidesRankOne(EmulatedWorld& world) {
+  uint64_t furthest = 0;
+  for (int r = 0; r < world.size(); ++r)
+    if (r != 1) furthest = std::max(furthest, world.rank(r).binding->reachedOrder());
+  return furthest;
+}
+
 // Holds rank 1's thread before it orders its stream after its first
-// operation, until rank 0's stream waits after its second one (or 10 s:
-// then the precondition failed, which is reported).
-void holdRankOneUntilRankZeroWaitsOnItsSecondOperation(EmulatedWorld& world) {
-  EmulatedDeviceStream* zero = world.rank(0).binding;
-  world.rank(1).binding->setBeforeOrderLaunch([zero](uint64_t sequence) {
+// operation, until another rank's stream waits after its second one (or
+// 10 s: then the precondition failed, which is reported).
+void holdRankOneUntilAPeerWaitsOnItsSecondOperation(EmulatedWorld& world) {
+  EmulatedWorld* w = &world;
+  world.rank(1).binding->setBeforeOrderLaunch([w](uint64_t sequence) {
     if (sequence != 1) return;
     const auto deadline = Clock::now() + Millis(10000);
-    while (zero->reachedOrder() < 2 && Clock::now() < deadline) std::this_thread::sleep_for(Millis(1));
-    EXPECT_GE(zero->reachedOrder(), 2u) << "rank 0's stream never reached its second operation's ordering";
+    while (furthestWaitBesidesRankOne(*w) < 2 && Clock::now() < deadline) std::this_thread::sleep_for(Millis(1));
+    EXPECT_GE(furthestWaitBesidesRankOne(*w), 2u) << "no peer's stream reached its second operation's ordering";
   });
+}
+
+// On a hang: it is the predicted cycle. A peer's wait after its second
+// operation holds the callback thread, and rank 1's wait after its first
+// has not started (it queues behind).
+void expectTheCallbackThreadCycle(EmulatedWorld& world) {
+  EXPECT_EQ(furthestWaitBesidesRankOne(world), 2u) << "no peer is waiting after its second operation";
+  EXPECT_EQ(world.rank(1).binding->reachedOrder(), 0u) << "rank 1's first wait started: not the predicted cycle";
 }
 
 // Rank r's input of operation k: element i is i*(r+1) + 1000k + 7r.
@@ -183,7 +201,7 @@ void expectResults(const Buffers& b, int nranks, int ops, int rank) {
 // Two iterations, the first behind the slow kernel.
 bool orderedBehindSlowKernel(StreamOrdering ordering, Millis limit) {
   EmulatedWorld world(2, ordering);
-  holdRankOneUntilRankZeroWaitsOnItsSecondOperation(world);
+  holdRankOneUntilAPeerWaitsOnItsSecondOperation(world);
   std::vector<Buffers> buffers(2, Buffers(2, kCount));
   const bool completed = world.run(
       [&](RankEnv& e) {
@@ -195,7 +213,7 @@ bool orderedBehindSlowKernel(StreamOrdering ordering, Millis limit) {
         enqueueStep(world, e, b, 1, Millis(0));
         e.cuda->synchronize();
       },
-      limit);
+      limit, [&] { expectTheCallbackThreadCycle(world); });
   if (completed && !world.aborted())
     for (int r = 0; r < 2; ++r) expectResults(buffers[static_cast<size_t>(r)], 2, 2, r);
   return completed;
@@ -216,7 +234,7 @@ constexpr int kBackToBack = 3;
 bool backToBack(int nranks, StreamOrdering ordering, Millis limit, double timeoutSeconds = 0,
                 std::vector<loomResult_t>* syncResults = nullptr) {
   EmulatedWorld world(nranks, ordering, timeoutSeconds);
-  holdRankOneUntilRankZeroWaitsOnItsSecondOperation(world);
+  holdRankOneUntilAPeerWaitsOnItsSecondOperation(world);
   std::vector<Buffers> buffers(static_cast<size_t>(nranks), Buffers(kBackToBack, kCount));
   if (syncResults) syncResults->assign(static_cast<size_t>(nranks), loomInternalError);
   const bool completed = world.run(
@@ -227,7 +245,7 @@ bool backToBack(int nranks, StreamOrdering ordering, Millis limit, double timeou
         const loomResult_t sync = loomStreamSynchronize(e.stream);
         if (syncResults) (*syncResults)[static_cast<size_t>(e.rank)] = sync;
       },
-      limit);
+      limit, [&] { expectTheCallbackThreadCycle(world); });
   if (completed && !syncResults)
     for (int r = 0; r < nranks; ++r) expectResults(buffers[static_cast<size_t>(r)], nranks, kBackToBack, r);
   return completed;
@@ -254,7 +272,7 @@ TEST(CudaHostStreamOrder, BlockingHostFunctionDeadlocksBackToBackFourRanks) {
 // ---- (3) A rank's thread synchronizes the device while a peer's collective is enqueued ----
 bool deviceSynchronizeWhilePeerEnqueued(StreamOrdering ordering, Millis limit) {
   EmulatedWorld world(2, ordering);
-  holdRankOneUntilRankZeroWaitsOnItsSecondOperation(world);
+  holdRankOneUntilAPeerWaitsOnItsSecondOperation(world);
   std::vector<Buffers> buffers(2, Buffers(2, kCount));
   const bool completed = world.run(
       [&](RankEnv& e) {
@@ -265,7 +283,7 @@ bool deviceSynchronizeWhilePeerEnqueued(StreamOrdering ordering, Millis limit) {
         if (e.rank == 0) EmulatedStream::deviceSynchronize();
         else e.cuda->synchronize();
       },
-      limit);
+      limit, [&] { expectTheCallbackThreadCycle(world); });
   if (completed)
     for (int r = 0; r < 2; ++r) expectResults(buffers[static_cast<size_t>(r)], 2, 2, r);
   return completed;
