@@ -125,6 +125,8 @@ CompletionPtr OpRunner::enqueueAsync(OpWork work, Stream* stream) {
 
 CompletionPtr OpRunner::enqueueAsync(std::shared_ptr<Queued> op, Stream* stream) {
   Communicator& c = comm_;
+  std::unique_lock<std::mutex> turn;  // CUDA-bound streams only: host streams have no second order to agree with
+  if (stream && stream->device()) turn = stream->enqueueTurn();
   op->after = stream ? stream->push(op) : nullptr;
   op->run.after = op->after.get();
   op->run.ticket = c.diag_->enqueued(op->run.descriptor(), op->run.peers());

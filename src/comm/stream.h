@@ -30,6 +30,13 @@ class Stream {
   // kInProgress otherwise.
   Status query();
 
+  // Held while one op is enqueued (push, then the CUDA stream's event, gate
+  // ticket and gate launch): with several threads enqueueing on one stream,
+  // the Loom order, the gate's sequence order and the CUDA stream's order
+  // must agree, or an op could wait (prior work) behind the gate of an op
+  // that waits for it.
+  std::unique_lock<std::mutex> enqueueTurn() { return std::unique_lock<std::mutex>(enqueueMu_); }
+
   // Binds the stream to a CUDA stream; once, before the stream is published.
   void bindDevice(std::unique_ptr<cuda::DeviceStream> device) { device_ = std::move(device); }
   // Null for a host stream.
@@ -49,6 +56,7 @@ class Stream {
 
   std::unique_ptr<cuda::DeviceStream> device_;
 
+  std::mutex enqueueMu_;
   std::mutex mu_;
   std::deque<CompletionPtr> outstanding_;  // in stream order, so they finish front first
   CompletionPtr last_;
