@@ -29,6 +29,13 @@ void forgetCudaStream(loomStream_t stream) {
   }
 }
 
+loomStream_t bindStreamToDeviceForTesting(std::unique_ptr<cuda::DeviceStream> device) {
+  auto* created = new loomStream;
+  created->impl.bindDevice(std::move(device));
+  registerStream(created);
+  return created;
+}
+
 }  // namespace loom::api
 
 extern "C" {

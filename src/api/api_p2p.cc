@@ -24,10 +24,16 @@ loomResult_t guarded(const char* call, loomComm_t comm, Body&& body) {
 }
 
 // NULL (blocking) or a live stream; comm is live.
-Status checkStream(const char* call, loomComm_t comm, loomStream_t stream) {
+// `ops`: the transfers of the call, when the device engine may run them (its
+// kernels can be captured into a CUDA graph; the host executor cannot).
+Status checkStream(const char* call, loomComm_t comm, loomStream_t stream,
+                   const std::vector<P2POp>* ops = nullptr) {
   LOOM_ENFORCE(!stream || loom::api::isLiveStream(stream), Code::kInvalidArgument,
                "%s on rank %d: stream %p is not a live stream", call, comm->impl->rank(), static_cast<void*>(stream));
-  return Status::ok();
+  if (!stream) return Status::ok();
+  Status capture = stream->impl.requireNotCapturing(call, comm->impl->rank());
+  if (!capture.isOk() && ops && comm->impl->engineTakesP2P(*ops, &stream->impl)) return Status::ok();
+  return capture;
 }
 
 loom::Stream* implOf(loomStream_t stream) { return stream ? &stream->impl : nullptr; }
@@ -35,12 +41,13 @@ loom::Stream* implOf(loomStream_t stream) { return stream ? &stream->impl : null
 loomResult_t submitP2P(const char* call, const char* bufName, const void* buf, size_t count, loomDataType_t datatype,
                        int peer, P2POp::Kind kind, loomComm_t comm, loomStream_t stream) {
   return guarded(call, comm, [&](const loom::api::CommRef& ref) -> loomResult_t {
-    Status s = checkStream(call, comm, stream);
-    if (s.isOk()) s = comm->impl->validateP2P(call, bufName, buf, count, static_cast<loom::DataType>(datatype), peer);
-    if (!s.isOk()) return loom::api::fail(ref, s);
-    const size_t bytes = count * loom::dataTypeSize(static_cast<loom::DataType>(datatype));
+    Status s = comm->impl->validateP2P(call, bufName, buf, count, static_cast<loom::DataType>(datatype), peer);
+    const size_t bytes = s.isOk() ? count * loom::dataTypeSize(static_cast<loom::DataType>(datatype)) : 0;
     const P2POp op = kind == P2POp::kSend ? P2POp::send(peer, buf, bytes)
                                           : P2POp::recv(peer, const_cast<void*>(buf), bytes);
+    const std::vector<P2POp> single{op};
+    if (Status checked = checkStream(call, comm, stream, &single); !checked.isOk()) s = checked;
+    if (!s.isOk()) return loom::api::fail(ref, s);
     if (loom::api::inGroup()) {
       s = loom::api::deferP2P(comm, op, stream);
       return s.isOk() ? loomSuccess : loom::api::fail(ref, s);
@@ -76,11 +83,12 @@ loomResult_t loomAllToAll(const void* sendbuff, void* recvbuff, size_t count, lo
                           loomComm_t comm, loomStream_t stream) {
   const char* call = "loomAllToAll";
   return guarded(call, comm, [&](const loom::api::CommRef& ref) -> loomResult_t {
-    Status s = checkStream(call, comm, stream);
     const auto dtype = static_cast<loom::DataType>(datatype);
-    if (s.isOk()) s = comm->impl->validateAllToAll(sendbuff, recvbuff, count, dtype);
+    Status s = comm->impl->validateAllToAll(sendbuff, recvbuff, count, dtype);
     if (!s.isOk()) return loom::api::fail(ref, s);
     auto ops = comm->impl->allToAllOps(sendbuff, recvbuff, count, dtype);
+    s = checkStream(call, comm, stream, &ops);
+    if (!s.isOk()) return loom::api::fail(ref, s);
     const auto desc = loom::OpDescriptor::allToAll(count, dtype);  // for LOOM_CHECK and the flight recorder
     if (loom::api::inGroup()) {
       loom::api::deferOrdered(comm, stream, [comm, desc, ops = std::move(ops)](loom::Stream* st) mutable {

@@ -353,6 +353,8 @@ bool Communicator::enqueueOnEngine(const algo::CollArgs& args, Stream* stream, S
   // stream orders it, no Loom thread runs it.
   if (!devices_ || !devices_->engine() || !stream || !stream->device()) return false;
   if (abort_.load() || failed_.load()) return false;  // the executor refuses it with the error
+  // The same turn as the executor's enqueues on this stream: one order for both.
+  std::unique_lock<std::mutex> turn = stream->enqueueTurn();
   if (!devices_->enqueueOnEngine(args, stream->device()->cudaStream(), status)) return false;
   if (!status->isOk()) recordError(*status);
   return true;
@@ -361,9 +363,18 @@ bool Communicator::enqueueOnEngine(const algo::CollArgs& args, Stream* stream, S
 bool Communicator::enqueueP2POnEngine(const std::vector<algo::P2POp>& ops, Stream* stream, Status* status) {
   if (!devices_ || !devices_->engine() || !stream || !stream->device()) return false;
   if (abort_.load() || failed_.load()) return false;
+  std::unique_lock<std::mutex> turn = stream->enqueueTurn();
   if (!devices_->enqueueP2POnEngine(ops, stream->device()->cudaStream(), status)) return false;
   if (!status->isOk()) recordError(*status);
   return true;
+}
+
+bool Communicator::engineTakes(const algo::CollArgs& args, const Stream* stream) const {
+  return devices_ && devices_->engine() && stream && stream->device() && devices_->engineTakes(args);
+}
+
+bool Communicator::engineTakesP2P(const std::vector<algo::P2POp>& ops, const Stream* stream) const {
+  return devices_ && devices_->engine() && stream && stream->device() && devices_->engineTakesP2P(ops);
 }
 
 CompletionPtr Communicator::completedWith(Status status) {

@@ -112,6 +112,14 @@ class Communicator {
   bool enqueueOnEngine(const algo::CollArgs& args, Stream* stream, Status* status);
   bool enqueueP2POnEngine(const std::vector<algo::P2POp>& ops, Stream* stream, Status* status);
   static CompletionPtr completedWith(Status status);
+
+ public:
+  // Whether a call on `stream` would go to the device engine (a call that
+  // does may be made while the stream is captured into a CUDA graph).
+  bool engineTakes(const algo::CollArgs& args, const Stream* stream) const;
+  bool engineTakesP2P(const std::vector<algo::P2POp>& ops, const Stream* stream) const;
+
+ private:
   // The operation of fused send/recv `ops` (descriptor: `collective`, else send/recv).
   OpWork p2pWork(std::vector<algo::P2POp> ops, const OpDescriptor* collective);
   // ---- end of comm_p2p.cc ----

@@ -59,6 +59,10 @@ struct OpRunner::Queued final : Completion {
   Run run;
   CompletionPtr after;  // the stream predecessor, dropped once this op ran (no chain of old ops)
   std::shared_ptr<cuda::PriorWork> devicePrior;
+  // The op's place on the CUDA stream's gate: released once the op ran,
+  // whatever its status, so later work on the CUDA stream never waits on a
+  // failed op (its error is the communicator's and the stream's).
+  cuda::StreamOrderTicket deviceOrder;
 };
 
 const char* OpRunner::nameOf(const Run& run) {
@@ -121,14 +125,20 @@ CompletionPtr OpRunner::enqueueAsync(OpWork work, Stream* stream) {
 
 CompletionPtr OpRunner::enqueueAsync(std::shared_ptr<Queued> op, Stream* stream) {
   Communicator& c = comm_;
+  std::unique_lock<std::mutex> turn;  // CUDA-bound streams only: host streams have no second order to agree with
+  if (stream && stream->device()) turn = stream->enqueueTurn();
   op->after = stream ? stream->push(op) : nullptr;
   op->run.after = op->after.get();
   op->run.ticket = c.diag_->enqueued(op->run.descriptor(), op->run.peers());
   op->run.recorded = true;
   cuda::DeviceStream* device = stream ? stream->device() : nullptr;
+  uint64_t deviceSequence = 0;
   if (device) {
     op->devicePrior = device->markPriorWork();
     op->run.devicePrior = op->devicePrior.get();
+    // Reserved before the op is queued: it may complete before orderAfter.
+    op->deviceOrder = device->reserveOrder();
+    deviceSequence = op->deviceOrder.sequence();
   }
   CompletionPtr completion = op;
   Queued* raw = op.get();
@@ -136,6 +146,7 @@ CompletionPtr OpRunner::enqueueAsync(std::shared_ptr<Queued> op, Stream* stream)
                          struct DropPredecessor {
                            Queued* op;
                            ~DropPredecessor() {
+                             op->deviceOrder.release();
                              op->run.after = nullptr;
                              op->run.devicePrior = nullptr;
                              op->after.reset();
@@ -147,7 +158,7 @@ CompletionPtr OpRunner::enqueueAsync(std::shared_ptr<Queued> op, Stream* stream)
                        std::move(op)},
                       true);
   if (device) {
-    if (Status s = device->orderAfter(completion); !s.isOk() && !c.failed_.load())
+    if (Status s = device->orderAfter(deviceSequence); !s.isOk() && !c.failed_.load())
       c.recordError(
           s.withContext(strprintf("ordering the CUDA stream after %s on rank %d: ", nameOf(raw->run), c.rank_)));
   }

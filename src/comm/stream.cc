@@ -1,5 +1,7 @@
 #include "src/comm/stream.h"
 
+#include "common/format.h"
+
 namespace loom {
 
 CompletionPtr Stream::push(const CompletionPtr& op) {
@@ -48,6 +50,21 @@ Status Stream::synchronize() {
     if (drain) return device_->drain(forever);
     (void)newest->wait(forever, "stream operation");
   }
+}
+
+Status Stream::requireNotCapturing(const char* call, int rank) const {
+  if (!device_) return Status::ok();
+  auto capturing = device_->capturing();
+  if (!capturing.isOk())
+    return capturing.status().withContext(strprintf("%s on rank %d: asking whether the CUDA stream is captured: ",
+                                                    call, rank));
+  if (capturing.value())
+    return makeError(Code::kInvalidUsage,
+                     "%s on rank %d: the CUDA stream is being captured into a CUDA graph, and this call runs on "
+                     "Loom's host executor (host or staged path), which a graph replay cannot run; capture needs "
+                     "the device engine path (end the capture, or make the call outside it)",
+                     call, rank);
+  return Status::ok();
 }
 
 Status Stream::query() {

@@ -30,16 +30,33 @@ class Stream {
   // kInProgress otherwise.
   Status query();
 
+  // Held while one op is enqueued (push, then the CUDA stream's event, gate
+  // ticket and gate launch): with several threads enqueueing on one stream,
+  // the Loom order, the gate's sequence order and the CUDA stream's order
+  // must agree, or an op could wait (prior work) behind the gate of an op
+  // that waits for it.
+  std::unique_lock<std::mutex> enqueueTurn() { return std::unique_lock<std::mutex>(enqueueMu_); }
+
   // Binds the stream to a CUDA stream; once, before the stream is published.
   void bindDevice(std::unique_ptr<cuda::DeviceStream> device) { device_ = std::move(device); }
   // Null for a host stream.
   cuda::DeviceStream* device() const { return device_.get(); }
+
+  // For a call that Loom's host executor will run (the host and staged
+  // paths): fails with kInvalidUsage, naming `call` and `rank`, while the
+  // bound CUDA stream is being captured into a CUDA graph. The executor runs
+  // the operation when it is enqueued, so a replay of the graph would run
+  // none of it; failing at once is the only answer that neither hangs nor
+  // silently drops the work. A path whose work is itself captured (a device
+  // engine's kernels) does not call this. OK for a host stream.
+  Status requireNotCapturing(const char* call, int rank) const;
 
  private:
   void pruneLocked();
 
   std::unique_ptr<cuda::DeviceStream> device_;
 
+  std::mutex enqueueMu_;
   std::mutex mu_;
   std::deque<CompletionPtr> outstanding_;  // in stream order, so they finish front first
   CompletionPtr last_;

@@ -277,21 +277,29 @@ Result<std::vector<PointerInfo>> CommDevices::classifyP2P(const std::vector<algo
   return kinds;
 }
 
-bool CommDevices::enqueueOnEngine(const algo::CollArgs& args, void* cudaStream, Status* status) {
+bool CommDevices::engineTakes(const algo::CollArgs& args) {
   if (!engine_) return false;
   auto send = classify_(args.sendbuf, bufferWhat("sendbuff", args.sendbuf, setup_.rank));
   auto recv = classify_(args.recvbuf, bufferWhat("recvbuff", args.recvbuf, setup_.rank));
   // A buffer CUDA cannot describe is reported by the executor's path.
-  if (!send.isOk() || !recv.isOk() || !engine_->accepts(args, send.value(), recv.value())) return false;
+  return send.isOk() && recv.isOk() && engine_->accepts(args, send.value(), recv.value());
+}
+
+bool CommDevices::engineTakesP2P(const std::vector<algo::P2POp>& ops) {
+  if (!engine_) return false;
+  auto kinds = classifyP2P(ops);
+  return kinds.isOk() && engine_->acceptsP2P(ops, kinds.value());
+}
+
+bool CommDevices::enqueueOnEngine(const algo::CollArgs& args, void* cudaStream, Status* status) {
+  if (!engineTakes(args)) return false;
   lastPath_ = DataPath::kEngine;
   *status = engine_->enqueue(args, cudaStream);
   return true;
 }
 
 bool CommDevices::enqueueP2POnEngine(const std::vector<algo::P2POp>& ops, void* cudaStream, Status* status) {
-  if (!engine_) return false;
-  auto kinds = classifyP2P(ops);
-  if (!kinds.isOk() || !engine_->acceptsP2P(ops, kinds.value())) return false;
+  if (!engineTakesP2P(ops)) return false;
   lastPath_ = DataPath::kEngine;
   *status = engine_->enqueueP2P(ops, cudaStream);
   return true;

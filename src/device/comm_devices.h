@@ -87,6 +87,9 @@ class CommDevices {
   // (true, *status its launch); false: not the engine's, nothing was done.
   bool enqueueOnEngine(const algo::CollArgs& args, void* cudaStream, Status* status);
   bool enqueueP2POnEngine(const std::vector<algo::P2POp>& ops, void* cudaStream, Status* status);
+  // Whether those would take the engine (nothing is launched).
+  bool engineTakes(const algo::CollArgs& args);
+  bool engineTakesP2P(const std::vector<algo::P2POp>& ops);
   // A failure the engine's kernels reported; ok if none or no engine.
   Status engineError() const { return engine_ ? engine_->kernelError() : Status::ok(); }
   void abortEngine() {

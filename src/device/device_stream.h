@@ -3,21 +3,28 @@
 //
 // For each operation enqueued on a bound stream, on the caller's thread:
 //   1. markPriorWork() records an event on the CUDA stream; the executor waits
-//      for it (PriorWork::wait, spin then sleep) before the operation reads
-//      any buffer, so kernels enqueued earlier on the CUDA stream have
+//      for it (PriorWork::wait, spin then sleep: the executor is Loom's own
+//      thread, so polling there blocks nothing of CUDA) before the operation
+//      reads any buffer, so kernels enqueued earlier on the CUDA stream have
 //      finished writing the inputs;
-//   2. the operation is queued on its communicator's executor;
-//   3. orderAfter(op) makes everything enqueued later on the CUDA stream wait
-//      until the operation has completed (whatever its status: a failed
-//      operation releases the stream too; its error surfaces through
-//      loomCommGetAsyncError / loomStreamSynchronize, as with NCCL).
+//   2. reserveOrder() takes the operation's place in the stream's order (a
+//      ticket of the stream's gate, src/device/stream_gate.h), before the
+//      operation is queued: it may complete before step 4;
+//   3. the operation is queued on its communicator's executor, which
+//      releases the ticket when the operation completes, whatever its status
+//      (a failed operation releases the stream too; its error surfaces
+//      through loomCommGetAsyncError / loomStreamSynchronize, as with NCCL);
+//   4. orderAfter(sequence) makes everything enqueued later on the CUDA stream
+//      wait on the GPU until that ticket is released (a gate kernel: never a
+//      host function that blocks, see stream_gate.h).
 #pragma once
 
+#include <cstdint>
 #include <memory>
 
-#include "common/completion.h"
 #include "common/status.h"
 #include "common/wait.h"
+#include "src/device/stream_gate.h"
 
 namespace loom::cuda {
 
@@ -34,7 +41,13 @@ class DeviceStream {
   virtual ~DeviceStream() = default;
   // Never null: a failure to record is reported by the returned wait().
   virtual std::shared_ptr<PriorWork> markPriorWork() = 0;
-  virtual Status orderAfter(const CompletionPtr& op) = 0;
+  // The next place in the stream's order; never empty.
+  virtual StreamOrderTicket reserveOrder() = 0;
+  // Later work on the stream waits until ticket `sequence` is released.
+  virtual Status orderAfter(uint64_t sequence) = 0;
+  // Whether the stream is being captured into a CUDA graph now
+  // (cudaStreamIsCapturing): work the host executor runs cannot be captured.
+  virtual Result<bool> capturing() = 0;
   // The CUDA device of the stream (staging copies run on it).
   virtual int device() const = 0;
   // The cudaStream_t itself: the device engine launches its kernels on it.

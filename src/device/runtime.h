@@ -130,6 +130,9 @@ Result<void*> openIpcHandle(const IpcHandle& handle);
 void closeIpcHandle(void* base);
 
 Result<void*> deviceAlloc(size_t bytes);
+// Frees later, on a thread of its own: cudaFree synchronizes the device, which
+// an operation must never do while peers' stream gates wait (stream_gate.h).
+// closeIpcHandle and the pinned pool's frees do the same.
 void deviceFree(void* ptr);
 
 }  // namespace loom::cuda

@@ -4,8 +4,13 @@
 #include <cudaTypedefs.h>
 #include <cuda_runtime_api.h>
 
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
 
 #include "src/device/cuda_check.h"
 #include "src/device/runtime_internal.h"
@@ -17,6 +22,56 @@ static_assert(cudaMemoryTypeUnregistered == 0 && cudaMemoryTypeHost == 1 && cuda
               cudaMemoryTypeManaged == 3);
 static_assert(cudaErrorInvalidValue == 1);
 static_assert(sizeof(IpcHandle) == sizeof(cudaIpcMemHandle_t));
+
+namespace {
+
+// Frees that may synchronize the device (cudaFree, cudaFreeHost,
+// cudaIpcCloseMemHandle) run on this thread, never on the caller's. An
+// operation runs on a communicator's executor while peers' stream gates
+// (stream_gate.h) may wait on the same device for operations that need this
+// one: a device-wide synchronize there would wait for them, and they for it.
+// Here it only waits until they open. The memory is no longer used by
+// anything when it is handed over; the thread is never joined (a free left
+// at exit is returned by the process's end).
+class Reaper {
+ public:
+  static void defer(std::function<void()> free) {
+    static Reaper* reaper = new Reaper;
+    {
+      std::lock_guard<std::mutex> lock(reaper->mu_);
+      reaper->queue_.push_back(std::move(free));
+    }
+    reaper->cv_.notify_one();
+  }
+
+ private:
+  Reaper() {
+    std::thread([this] {
+      for (;;) {
+        std::function<void()> free;
+        {
+          std::unique_lock<std::mutex> lock(mu_);
+          cv_.wait(lock, [this] { return !queue_.empty(); });
+          free = std::move(queue_.front());
+          queue_.pop_front();
+        }
+        free();
+      }
+    }).detach();
+  }
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> queue_;
+};
+
+// The caller's current device, for a free that runs on the reaper's thread.
+int callerDevice() {
+  int device = -1;
+  if (cudaGetDevice(&device) != cudaSuccess) device = -1;
+  return device;
+}
+
+}  // namespace
 
 namespace detail {
 
@@ -51,7 +106,7 @@ Result<void*> allocPinned(size_t bytes) {
 
 void freePinned(void* data) {
   if (!devicesUsable()) std::free(data);  // usable never changes within a process
-  else (void)cudaFreeHost(data);
+  else Reaper::defer([data] { (void)cudaFreeHost(data); });
 }
 
 RawPointerAttributes pointerAttributes(const void* ptr) {
@@ -168,7 +223,12 @@ Result<void*> openIpcHandle(const IpcHandle& h) {
   return base;
 }
 
-void closeIpcHandle(void* base) { (void)cudaIpcCloseMemHandle(base); }
+void closeIpcHandle(void* base) {
+  Reaper::defer([base, device = callerDevice()] {
+    DeviceGuard guard(device);
+    (void)cudaIpcCloseMemHandle(base);
+  });
+}
 
 Result<void*> deviceAlloc(size_t bytes) {
   void* p = nullptr;
@@ -176,6 +236,11 @@ Result<void*> deviceAlloc(size_t bytes) {
   return p;
 }
 
-void deviceFree(void* ptr) { (void)cudaFree(ptr); }
+void deviceFree(void* ptr) {
+  Reaper::defer([ptr, device = callerDevice()] {
+    DeviceGuard guard(device);
+    (void)cudaFree(ptr);
+  });
+}
 
 }  // namespace loom::cuda

@@ -5,26 +5,23 @@
 // by LOOM_TIMEOUT and abort), instead of cudaEventSynchronize, which could
 // block past an abort.
 //
-// Completion ordered on the CUDA stream: cudaLaunchHostFunc with a function
-// that blocks until the Loom operation has completed. Chosen over the
-// alternatives because it needs nothing but the runtime API and works on every
-// device and driver (MIG, MPS, no stream memory operations):
-//  - cost: the host function occupies the CUDA runtime's callback thread while
-//    the collective runs, so other host functions of the process (and of
-//    other streams) queue behind it, and the stream restarts a callback
-//    round-trip (~10-20 us) after Loom finishes. It must not (and does not)
-//    call CUDA. It cannot deadlock Loom: an executor never waits for work
-//    enqueued after an operation's host function, only for the event before it.
-//  - cuStreamWaitValue32 on a flag in mapped pinned memory would release the
-//    stream from the GPU side without the callback thread (the better choice
-//    for overlap), but needs CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_MEM_OPS and
-//    the driver API; a spinning wait kernel would hold an SM for the whole
-//    collective and could starve the reduction kernels of the P2P path.
-// Either can replace orderAfter() alone; nothing else depends on the choice.
+// Completion ordered on the CUDA stream: a stream gate (stream_gate.h says
+// why a kernel, not a host function or stream memory operations). Its words
+// come from a process-wide pool of mapped pinned memory that is never freed:
+// a gate kernel may still poll them after its stream is destroyed, and
+// cudaFreeHost may synchronize the device, which could deadlock a destroy
+// that runs while peers' gates wait.
+//
+// Graph capture: the host executor runs the operation when it is enqueued,
+// so a graph replay could not run it; capturing() lets the caller refuse the
+// call at once (src/comm/stream.h).
 #include <cuda_runtime_api.h>
 
+#include <cstring>
+#include <mutex>
 #include <vector>
 
+#include "kernels/cuda/stream_gate.h"
 #include "src/device/cuda_check.h"
 #include "src/device/runtime.h"
 
@@ -94,35 +91,69 @@ EventPriorWork::~EventPriorWork() {
   if (event_) pool_->give(event_);
 }
 
-// Runs on the CUDA runtime's callback thread: blocks until the operation is done.
-void CUDART_CB waitForLoomOperation(void* data) {
-  auto* op = static_cast<CompletionPtr*>(data);
-  // Bounded through the operation itself: every wait inside it has the
-  // communicator's deadline and abort flag, and destroy finishes queued work.
-  WaitContext forever;
-  forever.spinMicros = 0;
-  forever.yieldMicros = 0;
-  (void)(*op)->wait(forever, "Loom operation");
-  delete op;
-}
+// Gate words in mapped pinned memory, handed out one 128-byte slot per gate,
+// never reused or freed (a few streams per process: a page serves 32).
+class GateWordPool {
+ public:
+  static GateWordPool& instance() {
+    static GateWordPool* pool = new GateWordPool;  // never destroyed, like its memory
+    return *pool;
+  }
+  Result<StreamGateWords*> take() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (next_ == end_) {
+      void* page = nullptr;
+      LOOM_CUDA_TRY(cudaHostAlloc(&page, kPageBytes, cudaHostAllocMapped | cudaHostAllocPortable));
+      std::memset(page, 0, kPageBytes);
+      next_ = static_cast<StreamGateWords*>(page);
+      end_ = next_ + kPageBytes / sizeof(StreamGateWords);
+    }
+    return next_++;
+  }
+
+ private:
+  static constexpr size_t kPageBytes = 4096;
+  std::mutex mu_;
+  StreamGateWords* next_ = nullptr;
+  StreamGateWords* end_ = nullptr;
+};
 
 class CudaStreamBinding final : public DeviceStream {
  public:
-  CudaStreamBinding(cudaStream_t stream, int device)
-      : stream_(stream), device_(device), events_(std::make_shared<EventPool>(device)) {}
+  CudaStreamBinding(cudaStream_t stream, int device, StreamGateWords* words, const StreamGateWords* deviceWords)
+      : stream_(stream),
+        device_(device),
+        events_(std::make_shared<EventPool>(device)),
+        gate_(std::make_shared<StreamGate>(words)),
+        deviceWords_(deviceWords) {}
+  // Stream destroy: every operation on it has completed (loomStreamDestroy
+  // synchronizes first); aborting the gate also ends any wait left behind.
+  ~CudaStreamBinding() override { gate_->abort(); }
 
   std::shared_ptr<PriorWork> markPriorWork() override {
     auto event = events_->take();
     if (!event.isOk()) return std::make_shared<EventPriorWork>(events_, nullptr, event.status());
+    DeviceGuard guard(device_);
+    if (!guard.status().isOk()) return std::make_shared<EventPriorWork>(events_, event.value(), guard.status());
     Status recorded = cudaStatus(cudaEventRecord(event.value(), stream_), "cudaEventRecord on the CUDA stream");
     return std::make_shared<EventPriorWork>(events_, event.value(), std::move(recorded));
   }
 
-  Status orderAfter(const CompletionPtr& op) override {
-    auto* data = new CompletionPtr(op);
-    Status s = cudaStatus(cudaLaunchHostFunc(stream_, waitForLoomOperation, data), "cudaLaunchHostFunc");
-    if (!s.isOk()) delete data;
-    return s;
+  StreamOrderTicket reserveOrder() override { return StreamOrderTicket(gate_, gate_->reserve()); }
+
+  Status orderAfter(uint64_t sequence) override {
+    // A launch goes to the current device's context: the stream's, whatever
+    // device the calling thread has current.
+    DeviceGuard guard(device_);
+    LOOM_TRY(guard.status());
+    return cudaStatus(kernels::cuda::launchStreamGate(deviceWords_, sequence, stream_),
+                      "launching the stream gate kernel on the CUDA stream");
+  }
+
+  Result<bool> capturing() override {
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    LOOM_CUDA_TRY(cudaStreamIsCapturing(stream_, &status));
+    return status != cudaStreamCaptureStatusNone;
   }
 
   int device() const override { return device_; }
@@ -143,6 +174,8 @@ class CudaStreamBinding final : public DeviceStream {
   cudaStream_t stream_;
   int device_;
   std::shared_ptr<EventPool> events_;
+  std::shared_ptr<StreamGate> gate_;  // aborted when the last ticket and the binding are gone
+  const StreamGateWords* deviceWords_;
 };
 
 }  // namespace
@@ -151,7 +184,14 @@ Result<std::unique_ptr<DeviceStream>> bindCudaStream(void* cudaStream) {
   auto stream = static_cast<cudaStream_t>(cudaStream);
   int device = -1;
   LOOM_CUDA_TRY(cudaStreamGetDevice(stream, &device));
-  return std::unique_ptr<DeviceStream>(new CudaStreamBinding(stream, device));
+  auto words = GateWordPool::instance().take();
+  LOOM_TRY(words.status());
+  DeviceGuard guard(device);
+  LOOM_TRY(guard.status());
+  void* deviceWords = nullptr;
+  LOOM_CUDA_TRY(cudaHostGetDevicePointer(&deviceWords, words.value(), 0));
+  return std::unique_ptr<DeviceStream>(
+      new CudaStreamBinding(stream, device, words.value(), static_cast<const StreamGateWords*>(deviceWords)));
 }
 
 }  // namespace loom::cuda

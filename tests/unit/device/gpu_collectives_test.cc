@@ -4,8 +4,11 @@
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <barrier>
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
+#include <latch>
 #include <functional>
 #include <string>
 #include <thread>
@@ -41,20 +44,20 @@ struct RankContext {
   loomComm_t comm = nullptr;
 };
 
-// Runs body on kRanks threads, each with its device, CUDA stream, Loom stream and communicator.
-void runRanks(const std::function<void(RankContext&)>& body) {
+// Runs body on nranks threads, each with its device, CUDA stream, Loom stream and communicator.
+void runRanks(const std::function<void(RankContext&)>& body, int nranks = kRanks) {
   int devices = 0;
   ASSERT_EQ(cudaGetDeviceCount(&devices), cudaSuccess);
   loomUniqueId id;
   ASSERT_EQ(loomGetUniqueId(&id), loomSuccess) << loomGetLastError(nullptr);
   std::vector<std::thread> threads;
-  for (int r = 0; r < kRanks; ++r) {
+  for (int r = 0; r < nranks; ++r) {
     threads.emplace_back([&, r] {
       RankContext ctx;
       ctx.rank = r;
       CUDA_OK(cudaSetDevice(r % devices));
       CUDA_OK(cudaStreamCreateWithFlags(&ctx.cuda, cudaStreamNonBlocking));
-      LOOM_OK(loomCommInitRank(&ctx.comm, kRanks, id, r), nullptr);
+      LOOM_OK(loomCommInitRank(&ctx.comm, nranks, id, r), nullptr);
       LOOM_OK(loomStreamFromCuda(ctx.cuda, &ctx.stream), nullptr);
       ASSERT_NE(ctx.stream, nullptr) << "a device exists, so the CUDA stream must get a Loom stream";
       loomStream_t again = nullptr;
@@ -88,9 +91,9 @@ std::vector<int32_t> toHost(const int32_t* p, size_t n) {
 
 // The input of rank r: i*(r+1) + 100r, written by a kernel on the stream.
 int32_t input(int r, size_t i) { return static_cast<int32_t>(i) * (r + 1) + 100 * r; }
-int32_t sumOfInputs(size_t i) {
+int32_t sumOfInputs(size_t i, int nranks = kRanks) {
   int32_t s = 0;
-  for (int r = 0; r < kRanks; ++r) s += input(r, i);
+  for (int r = 0; r < nranks; ++r) s += input(r, i);
   return s;
 }
 
@@ -229,6 +232,108 @@ TEST(CudaGpu, DirectPeerPathAllReduce) {
     cudaFree(recv);
   });
   unsetenv("LOOM_CUDA_P2P");
+}
+
+// ---- Stream ordering (src/device/stream_gate.h): the scenarios that hung
+// while a blocking host function ordered the stream. Buffers are allocated
+// before any rank enqueues: cudaMalloc/cudaFree may synchronize the device,
+// which must not happen while a peer's collective waits for this rank's. ----
+
+// Several all-reduces back to back on each rank's stream, one synchronize.
+void backToBackAllReduces(int nranks) {
+  constexpr int kOps = 4;
+  constexpr size_t n = 1 << 16;
+  std::barrier allocated(nranks);
+  runRanks(
+      [&](RankContext& c) {
+        std::vector<int32_t*> send(kOps), recv(kOps);
+        for (int k = 0; k < kOps; ++k) {
+          send[static_cast<size_t>(k)] = deviceInts(n);
+          recv[static_cast<size_t>(k)] = deviceInts(n);
+        }
+        CUDA_OK(cudaDeviceSynchronize());
+        allocated.arrive_and_wait();
+        for (int k = 0; k < kOps; ++k) {
+          CUDA_OK(launchFill(send[static_cast<size_t>(k)], n, c.rank + 1, 100 * c.rank + 1000 * k, c.cuda));
+          LOOM_OK(loomAllReduce(send[static_cast<size_t>(k)], recv[static_cast<size_t>(k)], n, loomInt32, loomSum,
+                                c.comm, c.stream),
+                  c.comm);
+        }
+        CUDA_OK(cudaStreamSynchronize(c.cuda));
+        for (int k = 0; k < kOps; ++k) {
+          auto r = toHost(recv[static_cast<size_t>(k)], n);
+          for (size_t i = 0; i < n; ++i) ASSERT_EQ(r[i], sumOfInputs(i, nranks) + 1000 * k * nranks) << k << " " << i;
+        }
+        allocated.arrive_and_wait();  // no cudaFree while a peer may still run
+        for (int k = 0; k < kOps; ++k) {
+          cudaFree(send[static_cast<size_t>(k)]);
+          cudaFree(recv[static_cast<size_t>(k)]);
+        }
+      },
+      nranks);
+}
+
+TEST(CudaGpu, BackToBackAllReducesThenOneStreamSynchronizeTwoRanks) {
+  SKIP_WITHOUT_DEVICE();
+  backToBackAllReduces(2);
+}
+
+TEST(CudaGpu, BackToBackAllReducesThenOneStreamSynchronizeFourRanks) {
+  SKIP_WITHOUT_DEVICE();
+  backToBackAllReduces(4);
+}
+
+TEST(CudaGpu, DeviceSynchronizeWhileAPeerHasACollectiveEnqueued) {
+  SKIP_WITHOUT_DEVICE();
+  constexpr size_t n = 1 << 16;
+  std::barrier allocated(kRanks);
+  std::latch peerEnqueued(1);
+  runRanks([&](RankContext& c) {
+    int32_t* send = deviceInts(n);
+    int32_t* recv = deviceInts(n);
+    CUDA_OK(cudaDeviceSynchronize());
+    allocated.arrive_and_wait();
+    if (c.rank == 0) peerEnqueued.wait();
+    CUDA_OK(launchFill(send, n, c.rank + 1, 100 * c.rank, c.cuda));
+    LOOM_OK(loomAllReduce(send, recv, n, loomInt32, loomSum, c.comm, c.stream), c.comm);
+    LOOM_OK(loomAllReduce(recv, recv, n, loomInt32, loomSum, c.comm, c.stream), c.comm);
+    if (c.rank == 1) {
+      peerEnqueued.count_down();
+      CUDA_OK(cudaStreamSynchronize(c.cuda));
+    } else {
+      // Rank 1's collectives are enqueued (their gates wait on rank 1's stream).
+      CUDA_OK(cudaDeviceSynchronize());
+    }
+    auto r = toHost(recv, n);
+    for (size_t i = 0; i < n; ++i) ASSERT_EQ(r[i], kRanks * sumOfInputs(i)) << i;
+    allocated.arrive_and_wait();
+    cudaFree(send);
+    cudaFree(recv);
+  });
+}
+
+TEST(CudaGpu, GraphCaptureOnTheStagedPathFailsAtOnce) {
+  SKIP_WITHOUT_DEVICE();
+  constexpr size_t n = 4096;
+  runRanks([&](RankContext& c) {
+    int32_t* buf = deviceInts(n);
+    CUDA_OK(cudaDeviceSynchronize());
+    // Thread-local mode: the other rank's thread may go on calling CUDA.
+    CUDA_OK(cudaStreamBeginCapture(c.cuda, cudaStreamCaptureModeThreadLocal));
+    const auto start = std::chrono::steady_clock::now();
+    const loomResult_t result = loomAllReduce(buf, buf, n, loomInt32, loomSum, c.comm, c.stream);
+    const std::string error = loomGetLastError(c.comm);
+    const auto took = std::chrono::steady_clock::now() - start;
+    cudaGraph_t graph = nullptr;
+    EXPECT_EQ(cudaStreamEndCapture(c.cuda, &graph), cudaSuccess);
+    if (graph) cudaGraphDestroy(graph);
+    EXPECT_EQ(result, loomInvalidUsage) << error;
+    EXPECT_NE(error.find("rank " + std::to_string(c.rank)), std::string::npos) << error;
+    EXPECT_NE(error.find("captured into a CUDA graph"), std::string::npos) << error;
+    EXPECT_LT(took, std::chrono::seconds(1)) << "the refusal waited for something";
+    EXPECT_EQ(loomStreamQuery(c.stream), loomSuccess) << "a refused call must queue nothing";
+    cudaFree(buf);
+  });
 }
 
 }  // namespace
