@@ -66,6 +66,8 @@ Result<std::unique_ptr<DeviceEngine>> DeviceEngine::create(const EngineSetup& se
     localWhy = "this rank has no device for the engine";
   } else if (n > engine::kMaxRanks) {
     localWhy = strprintf("%d ranks (the engine runs up to %d on one host)", n, engine::kMaxRanks);
+  } else if (eng->layout_.bytes == 0) {
+    localWhy = engine::engineLayoutError(n, s.channels, s.slots, s.slotBytes);
   } else {
     auto base = eng->backend_->allocShared(eng->layout_.bytes, &mine.exported);
     if (base.isOk()) {
@@ -155,6 +157,14 @@ bool DeviceEngine::acceptsP2P(const std::vector<algo::P2POp>& ops, const std::ve
   return true;
 }
 
+int DeviceEngine::p2pChannels() const {
+  // A batch runs one block per transfer and channel: up to 2 x nranks x
+  // channels per rank, times the ranks sharing a GPU. Fewer channels keep
+  // every rank's blocks resident together (the ranks' choice is the same).
+  const int wanted = 16 / (2 * nranks_);
+  return wanted < 1 ? 1 : (wanted > layout_.nchannels ? layout_.nchannels : wanted);
+}
+
 engine::EngineCall DeviceEngine::baseCall() const {
   engine::EngineCall call{};
   call.abortFlag = words_;
@@ -215,6 +225,7 @@ Status DeviceEngine::enqueueP2P(const std::vector<algo::P2POp>& ops, void* strea
       rounds.push_back(baseCall());
       rounds.back().op = engine::EngineOp::kSendRecv;
       rounds.back().type = DataType::kUint8;
+      rounds.back().channels = p2pChannels();
     }
     engine::EngineCall& call = rounds[round];
     if (isSend) {

@@ -42,7 +42,10 @@
 namespace loom::cuda {
 
 struct EngineSettings {
-  int channels = 4;                  // LOOM_CUDA_ENGINE_CHANNELS
+  // Ring collectives run one block per channel and rank; every rank's
+  // blocks must be resident at once (ranks may share one GPU), which 8
+  // channels x 8 ranks leave far below any GPU's limit.
+  int channels = 8;
   int slots = 4;                     // FIFO slots per connection
   size_t slotBytes = size_t{128} << 10;
   double timeoutSeconds = 0;         // LOOM_TIMEOUT: a kernel wait longer than this fails the call
@@ -93,6 +96,7 @@ class DeviceEngine {
   DeviceEngine(const EngineSetup& setup, std::unique_ptr<EngineBackend> backend);
   Status launch(const kernels::cuda::engine::EngineCall& call, void* stream, const char* what);
   kernels::cuda::engine::EngineCall baseCall() const;
+  int p2pChannels() const;
 
   int rank_;
   int nranks_;
