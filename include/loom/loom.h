@@ -145,7 +145,7 @@ loomResult_t loomCommUserRank(const loomComm_t comm, int* rank);
 loomResult_t loomCommSplit(loomComm_t comm, int color, int key, loomComm_t* newcomm);
 
 /* The algorithm and protocol that ran the last collective on comm, e.g.
- * "tree/LL" (empty before the first). Perf tools print it per row. */
+ * "tree/LL", or "engine/Simple" for the device engine (empty before the first). Perf tools print it per row. */
 loomResult_t loomCommGetLastAlgorithm(const loomComm_t comm, char* name, size_t nameLen);
 
 loomResult_t loomStreamCreate(loomStream_t* stream);

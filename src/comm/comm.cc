@@ -321,6 +321,7 @@ tuner::Choice Communicator::chooseAlgorithm(const algo::CollArgs& args, const Wa
 
 std::string Communicator::lastAlgorithm() const {
   const int last = lastAlgorithm_.load(std::memory_order_relaxed);
+  if (last == kEngineRecord) return "engine/Simple";
   if (last < 0) return "";
   const auto& algorithm = algo::allAlgorithms()[static_cast<size_t>(last / transport::kNumProtocols)];
   return strprintf("%s/%s", algorithm.name,
@@ -356,6 +357,7 @@ bool Communicator::enqueueOnEngine(const algo::CollArgs& args, Stream* stream, S
   // The same turn as the executor's enqueues on this stream: one order for both.
   std::unique_lock<std::mutex> turn = stream->enqueueTurn();
   if (!devices_->enqueueOnEngine(args, stream->device()->cudaStream(), status)) return false;
+  lastAlgorithm_.store(kEngineRecord, std::memory_order_relaxed);
   if (!status->isOk()) recordError(*status);
   return true;
 }

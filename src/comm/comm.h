@@ -111,6 +111,8 @@ class Communicator {
   // on the stream (true; *status the launch's); false: the executor's.
   bool enqueueOnEngine(const algo::CollArgs& args, Stream* stream, Status* status);
   bool enqueueP2POnEngine(const std::vector<algo::P2POp>& ops, Stream* stream, Status* status);
+  // lastAlgorithm_ after a call the device engine ran ("engine/Simple").
+  static constexpr int kEngineRecord = -2;
   static CompletionPtr completedWith(Status status);
 
  public:

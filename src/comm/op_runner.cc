@@ -227,6 +227,8 @@ Status OpRunner::runOnDevices(Run& r, const algo::CollArgs& args, int64_t now) {
   if (!device.isOk() && !c.failed_.load())
     c.recordError(device.withContext(strprintf("%s (count %zu, %s) on rank %d: ", algo::collTypeName(args.type),
                                                args.count, dataTypeName(args.dtype), c.rank_)));
+  if (handled && c.devices_->lastPath() == cuda::DataPath::kEngine)
+    c.lastAlgorithm_.store(Communicator::kEngineRecord, std::memory_order_relaxed);
   if (handled || !device.isOk()) return device;
   return runCollective(r, args, now);
 }
