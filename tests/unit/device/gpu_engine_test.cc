@@ -106,6 +106,11 @@ TEST(GpuEngine, EveryCollectiveBackToBackOnOneGpuThenOneSynchronize) {
       me.check(loomBroadcast(dBcast, dBcast, count, loomFloat32, me.nranks - 1, me.comm, me.stream) == loomSuccess,
                "broadcast");
       me.check(cudaStreamSynchronize(me.cuda) == cudaSuccess, "synchronize");
+      // The device engine ran them (one GPU, threads of one process: it must).
+      char ran[64] = {};
+      me.check(loomCommGetLastAlgorithm(me.comm, ran, sizeof ran) == loomSuccess &&
+                   std::string(ran) == "engine/Simple",
+               std::string("last algorithm '") + ran + "', expected the device engine");
       auto sum = toHost(dSum, count), gathered = toHost(dGather, count * n), scattered = toHost(dScatter, count),
            bcast = toHost(dBcast, count);
       for (size_t i = 0; i < count && me.failure.empty(); ++i) {
