@@ -9,12 +9,6 @@ namespace engine = kernels::cuda::engine;
 
 namespace {
 
-struct SetupRecord {
-  uint32_t ready = 0;  // allocated and exported
-  uint32_t pad = 0;
-  EngineExport exported;
-};
-
 engine::EngineOp engineOpOf(algo::CollType type) {
   switch (type) {
     case algo::CollType::kAllReduce: return engine::EngineOp::kAllReduce;
@@ -59,8 +53,8 @@ Result<std::unique_ptr<DeviceEngine>> DeviceEngine::create(const EngineSetup& se
   eng->layout_ = engine::engineLayout(n, s.channels, s.slots, s.slotBytes);
 
   // 1. Allocate and export; a rank that cannot says so in its record.
-  std::vector<SetupRecord> records(static_cast<size_t>(n));
-  SetupRecord& mine = records[static_cast<size_t>(setup.rank)];
+  std::vector<DeviceEngine::SetupRecord> records(static_cast<size_t>(n));
+  DeviceEngine::SetupRecord& mine = records[static_cast<size_t>(setup.rank)];
   std::string localWhy;
   if (!eng->backend_) {
     localWhy = "this rank has no device for the engine";
@@ -77,14 +71,14 @@ Result<std::unique_ptr<DeviceEngine>> DeviceEngine::create(const EngineSetup& se
       localWhy = base.status().message();
     }
   }
-  LOOM_TRY(setup.bootstrap->allGather(records.data(), sizeof(SetupRecord), setup.wait)
+  LOOM_TRY(setup.bootstrap->allGather(records.data(), sizeof(DeviceEngine::SetupRecord), setup.wait)
                .withContext(strprintf("device engine setup on rank %d, exchanging connection memory: ", setup.rank)));
 
   // 2. Verdicts: every rank ready, and this rank's device reaches every peer's.
   std::vector<uint8_t> verdicts(static_cast<size_t>(n), 0);
   bool ok = mine.ready != 0;
   for (int r = 0; r < n && ok; ++r) {
-    const SetupRecord& rec = records[static_cast<size_t>(r)];
+    const DeviceEngine::SetupRecord& rec = records[static_cast<size_t>(r)];
     if (!rec.ready) {
       ok = false;
       if (localWhy.empty()) localWhy = strprintf("rank %d has no connection memory for the engine", r);
@@ -118,30 +112,45 @@ Result<std::unique_ptr<DeviceEngine>> DeviceEngine::create(const EngineSetup& se
     return std::unique_ptr<DeviceEngine>();
   }
 
-  // 3. Map the peers and publish this rank's view. Every rank got here (all
-  // verdicts were yes): a failure now is an error of the communicator.
+  // 3. Map the peers and publish this rank's view; then agree once more, so
+  // that a rank that failed here leaves no peer using the engine alone.
+  Status prepared = eng->prepare(records, setup.rank);
+  std::vector<uint8_t> preparedEverywhere(static_cast<size_t>(n), 0);
+  preparedEverywhere[static_cast<size_t>(setup.rank)] = prepared.isOk() ? 1 : 0;
+  LOOM_TRY(setup.bootstrap->allGather(preparedEverywhere.data(), 1, setup.wait)
+               .withContext(strprintf("device engine setup on rank %d, confirming: ", setup.rank)));
+  for (int r = 0; r < n; ++r) {
+    if (preparedEverywhere[static_cast<size_t>(r)]) continue;
+    if (whyNot) *whyNot = !prepared.isOk() ? prepared.message() : strprintf("rank %d could not map its peers", r);
+    return std::unique_ptr<DeviceEngine>();
+  }
+  return eng;
+}
+
+Status DeviceEngine::prepare(const std::vector<SetupRecord>& records, int rank) {
+  const int n = static_cast<int>(records.size());
   std::vector<void*> bases(static_cast<size_t>(n), nullptr);
   for (int r = 0; r < n; ++r) {
-    if (r == setup.rank) {
-      bases[static_cast<size_t>(r)] = eng->local_;
+    if (r == rank) {
+      bases[static_cast<size_t>(r)] = local_;
       continue;
     }
-    auto mapped = eng->backend_->mapPeer(records[static_cast<size_t>(r)].exported);
+    auto mapped = backend_->mapPeer(records[static_cast<size_t>(r)].exported);
     LOOM_TRY(mapped.status().withContext(
-        strprintf("device engine setup on rank %d, mapping rank %d's connection memory: ", setup.rank, r)));
+        strprintf("device engine setup on rank %d, mapping rank %d's connection memory: ", rank, r)));
     bases[static_cast<size_t>(r)] = mapped.value();
-    eng->mappedPeers_.push_back(mapped.value());
+    mappedPeers_.push_back(mapped.value());
   }
-  const engine::EngineView view = engine::makeEngineView(eng->layout_, setup.rank, bases.data());
-  auto published = eng->backend_->publishView(view);
-  LOOM_TRY(published.status().withContext(strprintf("device engine setup on rank %d: ", setup.rank)));
-  eng->view_ = published.value();
-  auto words = eng->backend_->mappedWords(2);
-  LOOM_TRY(words.status().withContext(strprintf("device engine setup on rank %d: ", setup.rank)));
-  eng->words_ = words.value();
-  eng->words_[0] = 0;
-  eng->words_[1] = 0;
-  return eng;
+  const engine::EngineView view = engine::makeEngineView(layout_, rank, bases.data());
+  auto published = backend_->publishView(view);
+  LOOM_TRY(published.status().withContext(strprintf("device engine setup on rank %d: ", rank)));
+  view_ = published.value();
+  auto words = backend_->mappedWords(2);
+  LOOM_TRY(words.status().withContext(strprintf("device engine setup on rank %d: ", rank)));
+  words_ = words.value();
+  words_[0] = 0;
+  words_[1] = 0;
+  return Status::ok();
 }
 
 bool DeviceEngine::accepts(const algo::CollArgs& args, const PointerInfo& send, const PointerInfo& recv) const {

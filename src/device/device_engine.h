@@ -93,7 +93,15 @@ class DeviceEngine {
   void abort();
 
  private:
+  // What each rank tells the others at setup.
+  struct SetupRecord {
+    uint32_t ready = 0;  // allocated and exported
+    uint32_t pad = 0;
+    EngineExport exported;
+  };
   DeviceEngine(const EngineSetup& setup, std::unique_ptr<EngineBackend> backend);
+  // Maps the peers' allocations and publishes this rank's view.
+  Status prepare(const std::vector<SetupRecord>& records, int rank);
   Status launch(const kernels::cuda::engine::EngineCall& call, void* stream, const char* what);
   kernels::cuda::engine::EngineCall baseCall() const;
   int p2pChannels() const;

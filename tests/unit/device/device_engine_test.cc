@@ -190,6 +190,45 @@ TEST(DeviceEngineEmulated, OneRankWithoutABackendMeansNoEngineOnAnyRank) {
   }
 }
 
+// The emulated backend, except that mapping a peer fails.
+class UnmappableBackend final : public EngineBackend {
+ public:
+  UnmappableBackend() : inner_(makeEmulatedEngineBackend()) {}
+  const char* name() const override { return "unmappable"; }
+  int device() const override { return inner_->device(); }
+  Result<void*> allocShared(size_t bytes, EngineExport* out) override { return inner_->allocShared(bytes, out); }
+  void freeShared(void* base) override { inner_->freeShared(base); }
+  Result<bool> reaches(const EngineExport& peer) override { return inner_->reaches(peer); }
+  Result<void*> mapPeer(const EngineExport&) override {
+    return makeError(Code::kUnhandledCudaError, "cudaIpcOpenMemHandle failed (injected)");
+  }
+  void unmapPeer(void* base) override { inner_->unmapPeer(base); }
+  Result<const kernels::cuda::engine::EngineView*> publishView(const kernels::cuda::engine::EngineView& v) override {
+    return inner_->publishView(v);
+  }
+  Result<uint32_t*> mappedWords(int count) override { return inner_->mappedWords(count); }
+  Status launch(const kernels::cuda::engine::EngineView* view, const kernels::cuda::engine::EngineLayout& layout,
+                const kernels::cuda::engine::EngineCall& call, void* stream) override {
+    return inner_->launch(view, layout, call, stream);
+  }
+  Status copy(void* dst, const void* src, size_t bytes, void* stream) override {
+    return inner_->copy(dst, src, bytes, stream);
+  }
+  Status waitIdle(const WaitContext& wait) override { return inner_->waitIdle(wait); }
+
+ private:
+  std::unique_ptr<EngineBackend> inner_;
+};
+
+TEST(DeviceEngineEmulated, ARankThatCannotMapItsPeersLeavesNoRankWithTheEngine) {
+  EngineWorld world = makeWorld(3, 20, [](int rank) {
+    return rank == 2 ? std::unique_ptr<EngineBackend>(new UnmappableBackend) : makeEmulatedEngineBackend();
+  });
+  for (int r = 0; r < 3; ++r) EXPECT_EQ(world.engines[static_cast<size_t>(r)], nullptr) << "rank " << r;
+  EXPECT_NE(world.why[2].find("injected"), std::string::npos) << world.why[2];
+  EXPECT_NE(world.why[0].find("rank 2"), std::string::npos) << world.why[0];
+}
+
 TEST(DeviceEngineEmulated, MoreRanksThanTheEngineRunsMeansNoEngine) {
   const int n = kernels::cuda::engine::kMaxRanks + 1;
   EngineWorld world = makeWorld(n);
