@@ -152,6 +152,9 @@ class BlockChannel {
   // Stores the step counters back for the next call (after a failure they
   // no longer match the peers': the engine must be reset).
   LOOM_HOST_DEVICE void finish() {
+    // Every thread read the counters when the call started; a block that
+    // made no step has not synced since.
+    block_.sync();
     if (block_.tid() != 0 || failed_) return;
     if (send_) *send_->step = sendStep_;
     if (recv_) *recv_->step = recvStep_;

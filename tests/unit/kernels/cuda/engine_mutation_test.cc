@@ -98,11 +98,11 @@ TEST(EngineFailures, TheAbortFlagStopsAWaitWithoutTimeout) {
       call.recvBytes[0] = sizeof(buffer);
     }
     call.timeoutNs = 0;
-    volatile uint32_t abortFlag = 0;
+    uint32_t abortFlag = 0;
     call.abortFlag = &abortFlag;
     std::thread aborter([&] {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      abortFlag = 1;
+      std::atomic_ref<uint32_t>(abortFlag).store(1, std::memory_order_relaxed);
     });
     EXPECT_EQ(runEngineEmulated(ranks.view(0), call), EngineStatus::kAborted) << engineOpName(op);
     aborter.join();
