@@ -109,5 +109,21 @@ TEST(EngineFailures, TheAbortFlagStopsAWaitWithoutTimeout) {
   }
 }
 
+// The emulation refuses, without running anything, a call the checks reject
+// or one asking for more channels than the engine has.
+TEST(EngineFailures, InvalidCallsRunNothing) {
+  EngineRanks ranks(2, 2, 2, 64);
+  CollectiveRun run(allReduceCase(100, 1), 2);
+  EngineCall call = run.calls()[0];
+  call.channels = 3;
+  EXPECT_EQ(runEngineEmulated(ranks.view(0), call), EngineStatus::kInvalidCall);
+  call.channels = 0;
+  call.send = nullptr;
+  EXPECT_EQ(runEngineEmulated(ranks.view(0), call), EngineStatus::kInvalidCall);
+  call = run.calls()[0];
+  EXPECT_EQ(runEngineEmulated(ranks.view(0), call, 0), EngineStatus::kInvalidCall);
+  EXPECT_EQ(*ranks.view(0).send[0][1].step, 0u) << "a refused call moved the counters";
+}
+
 }  // namespace
 }  // namespace loom::kernels::cuda::engine::testing
