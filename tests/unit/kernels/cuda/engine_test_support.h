@@ -23,7 +23,7 @@ namespace loom::kernels::cuda::engine::testing {
 
 // The real memory layer plus random delays (yields, short sleeps) before
 // every flag operation and fence, so ranks and blocks interleave in many
-// orders. Seeded per thread from delaySeed().
+// orders. Each thread seeds its generator from setDelaySeed()'s value.
 struct DelayingMemory : SystemMemory {
   static void delay();
   static uint64_t loadAcquire(const uint64_t* flag) {
