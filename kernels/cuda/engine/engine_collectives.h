@@ -19,8 +19,8 @@
 //   all-to-all and send/recv: one block per (direction, peer, channel),
 //     each a plain FIFO stream; all run concurrently, so any batch finishes.
 //   one rank: a local copy (with the post step), nothing when in place.
-// Copy-only collectives run with T = uint8_t (a byte path): counts are
-// scaled to bytes by engineElems.
+// Copy-only collectives run with T = uint8_t (a byte path): the runner
+// scales their counts to bytes.
 #pragma once
 
 #include <cstddef>

@@ -21,6 +21,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "common/host_device.h"
 #include "common/types.h"
@@ -136,6 +137,10 @@ struct EngineCall {
   uint32_t* status = nullptr;
   int channels = 0;  // channels this call uses: 0 = all of the view's, else 1..view.nchannels (same on every rank)
 };
+
+// Both travel to the device as bytes (a cudaMemcpy, a kernel argument).
+static_assert(std::is_trivially_copyable_v<EngineView>);
+static_assert(std::is_trivially_copyable_v<EngineCall>);
 
 // nullptr if `call` is valid for a communicator of `nranks` ranks, else what
 // is wrong. With `rank` >= 0 the root's own buffers are checked too

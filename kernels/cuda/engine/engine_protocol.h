@@ -50,13 +50,28 @@ LOOM_HOST_DEVICE inline void moveElements(const Block& block, void* dst0, void* 
   const unsigned char* pb = static_cast<const unsigned char*>(b);
   unsigned char* d0 = static_cast<unsigned char*>(dst0);
   unsigned char* d1 = static_cast<unsigned char*>(dst1);
-  for (size_t v = tid; v < vectors; v += nthreads) {
-    const size_t offset = v * kVectorBytes;
-    Pack x = loadPack(pa + offset);
-    if (pb) x = combinePacks<T, kOp>(x, loadPack(pb + offset));
-    if (post) x = applyPost<T>(*post, x);
-    Memory::storeData(d0 + offset, x);
-    if (d1) Memory::storeData(d1 + offset, x);
+  // kUnroll vectors per thread in flight: all loads are issued before any
+  // is combined or stored, which hides memory latency.
+  for (size_t first = tid; first < vectors; first += nthreads * kUnroll) {
+    Pack x[kUnroll], y[kUnroll];
+    size_t offset[kUnroll];
+    bool live[kUnroll];
+LOOM_UNROLL
+    for (int u = 0; u < kUnroll; ++u) {
+      const size_t v = first + static_cast<size_t>(u) * nthreads;
+      live[u] = v < vectors;
+      offset[u] = v * kVectorBytes;
+      if (live[u]) x[u] = loadPack(pa + offset[u]);
+      if (live[u] && pb) y[u] = loadPack(pb + offset[u]);
+    }
+LOOM_UNROLL
+    for (int u = 0; u < kUnroll; ++u) {
+      if (!live[u]) continue;
+      if (pb) x[u] = combinePacks<T, kOp>(x[u], y[u]);
+      if (post) x[u] = applyPost<T>(*post, x[u]);
+      Memory::storeData(d0 + offset[u], x[u]);
+      if (d1) Memory::storeData(d1 + offset[u], x[u]);
+    }
   }
   const typename OpFunctor<T, kOp>::type op{};
   for (size_t i = vectors * kLanes<T> + tid; i < count; i += nthreads) {
@@ -152,6 +167,9 @@ class BlockChannel {
   // Stores the step counters back for the next call (after a failure they
   // no longer match the peers': the engine must be reset).
   LOOM_HOST_DEVICE void finish() {
+    // Every thread read the counters when the call started; a block that
+    // made no step has not synced since.
+    block_.sync();
     if (block_.tid() != 0 || failed_) return;
     if (send_) *send_->step = sendStep_;
     if (recv_) *recv_->step = recvStep_;

@@ -106,7 +106,18 @@ struct SystemMemory {
 #endif
   }
 
-  LOOM_HOST_DEVICE static uint32_t loadAbort(const volatile uint32_t* flag) { return flag ? *flag : 0u; }
+  // The abort flag is written by a host thread at any time: a relaxed atomic load.
+#if LOOM_ENGINE_LIBCUXX
+  LOOM_HOST_DEVICE static uint32_t loadAbort(const volatile uint32_t* flag) {
+    if (!flag) return 0u;
+    return ::cuda::atomic_ref<uint32_t, ::cuda::thread_scope_system>(*const_cast<uint32_t*>(flag))
+        .load(::cuda::std::memory_order_relaxed);
+  }
+#else
+  static uint32_t loadAbort(const volatile uint32_t* flag) {
+    return flag ? std::atomic_ref<uint32_t>(*const_cast<uint32_t*>(flag)).load(std::memory_order_relaxed) : 0u;
+  }
+#endif
 };
 
 }  // namespace loom::kernels::cuda::engine

@@ -116,6 +116,21 @@ TEST(EngineCollectivesFull, WholeMatrixWithRandomDelays) {
   }
 }
 
+// Blocks of several emulated threads (odd counts too): the strided split of
+// the data, the block syncs and syncOr's spreading of a wait's outcome.
+TEST(EngineCollectives, BlocksOfSeveralThreads) {
+  uint64_t seed = 500;
+  for (int threads : {3, 5})
+    for (EngineOp op : {EngineOp::kAllReduce, EngineOp::kReduceScatter, EngineOp::kAllGather, EngineOp::kBroadcast,
+                        EngineOp::kReduce, EngineOp::kAllToAll}) {
+      MatrixPoint p = point(3, 2, op, DataType::kFloat16, RedOp::kSum, 777, seed % 2 == 0, seed);
+      p.threadsPerBlock = threads;
+      ++seed;
+      runPoint(p);
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+}
+
 TEST(EngineCollectives, OneRankCopiesOutOfPlaceAndLeavesInPlaceAlone) {
   for (EngineOp op : {EngineOp::kAllReduce, EngineOp::kReduceScatter, EngineOp::kAllGather, EngineOp::kBroadcast,
                       EngineOp::kReduce, EngineOp::kAllToAll})

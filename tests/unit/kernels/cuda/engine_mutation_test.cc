@@ -98,15 +98,31 @@ TEST(EngineFailures, TheAbortFlagStopsAWaitWithoutTimeout) {
       call.recvBytes[0] = sizeof(buffer);
     }
     call.timeoutNs = 0;
-    volatile uint32_t abortFlag = 0;
+    uint32_t abortFlag = 0;
     call.abortFlag = &abortFlag;
     std::thread aborter([&] {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      abortFlag = 1;
+      std::atomic_ref<uint32_t>(abortFlag).store(1, std::memory_order_relaxed);
     });
     EXPECT_EQ(runEngineEmulated(ranks.view(0), call), EngineStatus::kAborted) << engineOpName(op);
     aborter.join();
   }
+}
+
+// The emulation refuses, without running anything, a call the checks reject
+// or one asking for more channels than the engine has.
+TEST(EngineFailures, InvalidCallsRunNothing) {
+  EngineRanks ranks(2, 2, 2, 64);
+  CollectiveRun run(allReduceCase(100, 1), 2);
+  EngineCall call = run.calls()[0];
+  call.channels = 3;
+  EXPECT_EQ(runEngineEmulated(ranks.view(0), call), EngineStatus::kInvalidCall);
+  call.channels = 0;
+  call.send = nullptr;
+  EXPECT_EQ(runEngineEmulated(ranks.view(0), call), EngineStatus::kInvalidCall);
+  call = run.calls()[0];
+  EXPECT_EQ(runEngineEmulated(ranks.view(0), call, 0), EngineStatus::kInvalidCall);
+  EXPECT_EQ(*ranks.view(0).send[0][1].step, 0u) << "a refused call moved the counters";
 }
 
 }  // namespace

@@ -23,7 +23,7 @@ namespace loom::kernels::cuda::engine::testing {
 
 // The real memory layer plus random delays (yields, short sleeps) before
 // every flag operation and fence, so ranks and blocks interleave in many
-// orders. Seeded per thread from delaySeed().
+// orders. Each thread seeds its generator from setDelaySeed()'s value.
 struct DelayingMemory : SystemMemory {
   static void delay();
   static uint64_t loadAcquire(const uint64_t* flag) {
@@ -130,6 +130,9 @@ class CollectiveRun {
   // Rank r's output bytes (its recv buffer's meaningful part).
   std::vector<unsigned char> output(int rank) const;
   void setTimeout(uint64_t ns);
+  // Rank r's host buffers (send and recv lie inside): a GPU test mirrors them
+  // in device memory, rebases the calls' pointers and copies the result back.
+  std::vector<unsigned char>& storage(int rank) { return ranks_[static_cast<size_t>(rank)].storage; }
 
  private:
   struct RankBuffers {
