@@ -44,7 +44,7 @@ struct Options {
 
 [[noreturn]] void usage(const char* why) {
   std::fprintf(stderr, "ddp_bench: %s\nusage: loomrun -n N ddp_bench [--hidden H] [--depth D] [--batch B(per rank)] "
-               "[--steps S] [--warmup W] [--bucket-cap-mb M]\n", why);
+               "[--steps S] [--warmup W] [--bucket-cap-mb M] | --version\n", why);
   std::exit(2);
 }
 
@@ -52,6 +52,10 @@ Options parse(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
+    if (flag == "--version") {
+      std::printf("ddp_bench (Loom) %s\n", LOOM_TOOL_VERSION);
+      std::exit(0);
+    }
     if (i + 1 >= argc) usage(("missing value after " + flag).c_str());
     const char* value = argv[++i];
     char* end = nullptr;
