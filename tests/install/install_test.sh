@@ -4,8 +4,9 @@
 #   - the expected files are there, and no installed CMake or pkg-config file
 #     names the build or source tree;
 #   - the installed programs run from the prefix (their RPATH finds libloom)
-#     and print "<tool> (Loom) VERSION";
-#   - LoomConfigVersion.cmake accepts the same major version only;
+#     and print "<tool> (Loom) VERSION"; the installed loomrun runs the
+#     installed all_reduce_perf on 2 ranks;
+#   - LoomConfigVersion.cmake accepts the same major version, not a newer minor;
 #   - cmake_consumer/ (find_package(Loom), Loom::loom, Loom::nccl) and
 #     pkgconfig_consumer/ (pkg-config loom, nccl) build and run against it.
 # usage: install_test.sh BUILD_DIR SOURCE_DIR WORK_DIR VERSION LIBDIR NCCL_LIBDIR PROGRAMS
@@ -13,6 +14,8 @@
 set -euo pipefail
 build=$1 src=$2 work=$3 version=$4 libdir=$5 nccl_libdir=$6 programs=$7
 major=${version%%.*}
+minor=${version#*.}
+minor=${minor%%.*}
 IFS=, read -r -a program_list <<<"$programs"
 
 fail() { echo "install_test: FAIL: $*" >&2; exit 1; }
@@ -43,13 +46,19 @@ for p in "${program_list[@]}"; do
   out=$(env -u LD_LIBRARY_PATH "$prefix/bin/$p" --version) || fail "$p --version exited $?"
   [[ $out == "$p (Loom) $version" ]] || fail "$p --version printed '$out', expected '$p (Loom) $version'"
 done
+# The installed launcher runs an installed tool as a 2-rank job.
+if [[ ,$programs, == *,loomrun,* && ,$programs, == *,all_reduce_perf,* ]]; then
+  out=$(env -u LD_LIBRARY_PATH "$prefix/bin/loomrun" -n 2 "$prefix/bin/all_reduce_perf" -b 8 -e 8 -n 2 -w 1 2>&1) ||
+    { echo "$out"; fail "installed loomrun -n 2 all_reduce_perf exited $?"; }
+  [[ $out == *"Out of bounds values : 0 OK"* ]] || { echo "$out"; fail "installed all_reduce_perf did not check its results"; }
+fi
 if leaks=$(grep -rlF -e "$build" -e "$src" "$prefix/$libdir/cmake" "$prefix/$libdir/pkgconfig"); then
   fail "installed files name the build or source tree: $leaks"
 fi
 
-# ---- LoomConfigVersion.cmake: same major only ------------------------------------
+# ---- LoomConfigVersion.cmake: same major, not older ----------------------------------
 cat >"$work/version_check.cmake" <<EOF
-foreach(request "${major}.0" "${major}" "$((major + 1)).0")
+foreach(request "${major}.0" "${major}" "${major}.$((minor + 1))" "$((major + 1)).0")
   set(PACKAGE_FIND_VERSION \${request})
   string(REPLACE "." ";" parts "\${request}.0")
   list(GET parts 0 PACKAGE_FIND_VERSION_MAJOR)
@@ -59,7 +68,7 @@ foreach(request "${major}.0" "${major}" "$((major + 1)).0")
 endforeach()
 EOF
 answers=$(cmake -P "$work/version_check.cmake" 2>&1)
-expected=$(printf '%s\n' "$major.0 TRUE" "$major TRUE" "$((major + 1)).0 FALSE")
+expected=$(printf '%s\n' "$major.0 TRUE" "$major TRUE" "$major.$((minor + 1)) FALSE" "$((major + 1)).0 FALSE")
 [[ $answers == "$expected" ]] || fail "LoomConfigVersion.cmake answered:\n$answers\nexpected:\n$expected"
 
 # ---- consumers ---------------------------------------------------------------------
