@@ -419,6 +419,10 @@ int main(int argc, char** argv) {
     std::fputs(demoUsage().c_str(), stdout);
     return 0;
   }
+  if (options.version) {
+    std::printf("train_demo (Loom) %s\n", LOOM_TOOL_VERSION);
+    return 0;
+  }
   int rank = -1;
   try {
     Job job;

@@ -82,6 +82,7 @@ DemoOptions parseDemoOptions(int argc, char** argv) {
       return argv[++i];
     };
     if (arg == "-h" || arg == "--help") o.help = true;
+    else if (arg == "--version") o.version = true;
     else if (arg == "--epochs") o.epochs = parseUnsigned(arg, next(), 1, 100000);
     else if (arg == "--batch") o.globalBatch = parseUnsigned(arg, next(), 1, 1u << 20);
     else if (arg == "--lr") o.lr = static_cast<float>(parsePositive(arg, next()));
@@ -142,6 +143,7 @@ bucketed, overlapped gradient all-reduce, or ZeRO), printing one line per epoch.
   --save-params F       rank 0 writes the final parameters to F (raw float32)
   --fail-at-step S      rank 1 exits abruptly before step S on attempt 0 (LOOM_RESTART_COUNT=0)
   --seed S              initialization and shuffling seed (1)
+  -h, --help            this text       --version   print the version
 )";
 }
 

@@ -35,6 +35,7 @@ struct DemoOptions {
   int64_t failAtStep = -1;  // rank 1 _exit(3)s before this step, first attempt only
   uint64_t seed = 1;
   bool help = false;
+  bool version = false;  // --version
 
   // Everything that changes the training trajectory: a checkpoint written
   // under another configuration is refused on resume.

@@ -42,9 +42,12 @@ struct Options {
   double bucketCapMb = 25;
 };
 
+constexpr const char* kUsage =
+    "usage: loomrun -n N ddp_bench [--hidden H] [--depth D] [--batch B(per rank)] [--steps S] [--warmup W] "
+    "[--bucket-cap-mb M] | --help | --version\n";
+
 [[noreturn]] void usage(const char* why) {
-  std::fprintf(stderr, "ddp_bench: %s\nusage: loomrun -n N ddp_bench [--hidden H] [--depth D] [--batch B(per rank)] "
-               "[--steps S] [--warmup W] [--bucket-cap-mb M]\n", why);
+  std::fprintf(stderr, "ddp_bench: %s\n%s", why, kUsage);
   std::exit(2);
 }
 
@@ -52,6 +55,14 @@ Options parse(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
+    if (flag == "-h" || flag == "--help") {
+      std::printf("%s", kUsage);
+      std::exit(0);
+    }
+    if (flag == "--version") {
+      std::printf("ddp_bench (Loom) %s\n", LOOM_TOOL_VERSION);
+      std::exit(0);
+    }
     if (i + 1 >= argc) usage(("missing value after " + flag).c_str());
     const char* value = argv[++i];
     char* end = nullptr;

@@ -5,6 +5,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config
+  dpkg-dev file                   # cpack -G DEB: dpkg-shlibdeps, and file to find the binaries
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenmpi-dev openmpi-bin      # optional baseline for perf/compare_mpi.sh
   gnuplot-nox                     # optional: the PNGs of perf/sweep_algorithms.sh

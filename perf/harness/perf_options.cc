@@ -54,7 +54,8 @@ constexpr const char* kUsage =
     "  --memcpy-baseline       device buffers: also time a device-to-device cudaMemcpyAsync of each\n"
     "                          size (rank 0's GPU, alone) and print the out-of-place algbw as a share\n"
     "                          of that copy's bandwidth\n"
-    "  -h,--help               this text\n";
+    "  -h,--help               this text\n"
+    "  --version               print the tool's version\n";
 
 bool parseLong(const char* text, long low, long high, long* value) {
   errno = 0;
@@ -100,6 +101,7 @@ constexpr int kAlgosFlag = 256;
 constexpr int kRepsFlag = 257;
 constexpr int kHostMemFlag = 258;
 constexpr int kMemcpyBaselineFlag = 259;
+constexpr int kVersionFlag = 260;
 
 // Applies one flag; false when its value is invalid.
 bool applyFlag(int flag, const char* value, PerfOptions* o) {
@@ -188,6 +190,7 @@ ParseOutcome parseOptions(int argc, char** argv, PerfOptions* options, bool quie
       {"cudagraph", required_argument, nullptr, 'G'}, {"host-mem", no_argument, nullptr, kHostMemFlag},
       {"memcpy-baseline", no_argument, nullptr, kMemcpyBaselineFlag},
       {"help", no_argument, nullptr, 'h'},
+      {"version", no_argument, nullptr, kVersionFlag},
       {nullptr, 0, nullptr, 0}};
   const char* tool = argc > 0 ? argv[0] : "perf";
   auto reject = [&](const std::string& why) {
@@ -200,6 +203,11 @@ ParseOutcome parseOptions(int argc, char** argv, PerfOptions* options, bool quie
   while ((flag = getopt_long(argc, argv, ":t:g:b:e:i:f:n:w:m:c:o:d:r:z:a:T:J:M:G:h", kLong, nullptr)) != -1) {
     if (flag == 'h') {
       if (!quiet) std::printf(kUsage, tool);
+      return ParseOutcome::kHelp;
+    }
+    if (flag == kVersionFlag) {
+      const char* slash = std::strrchr(tool, '/');
+      if (!quiet) std::printf("%s (Loom) %s\n", slash ? slash + 1 : tool, LOOM_TOOL_VERSION);
       return ParseOutcome::kHelp;
     }
     if (flag == '?' || flag == ':') {

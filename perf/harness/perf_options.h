@@ -53,7 +53,8 @@ enum class ParseOutcome { kRun, kHelp, kError };
 
 // Parses argv into *options. Errors print one line naming the flag and value
 // (and a pointer to -h) to stderr and return kError; callers exit with 2.
-// -h prints the usage to stdout and returns kHelp. With quiet set nothing is
+// -h prints the usage, --version "<tool> (Loom) X.Y.Z", to stdout; both return
+// kHelp (the caller exits 0). With quiet set nothing is
 // printed (for the ranks of a job other than the first).
 ParseOutcome parseOptions(int argc, char** argv, PerfOptions* options, bool quiet = false);
 

@@ -114,6 +114,11 @@ Status applyHelp(LaunchOptions& opts, std::string_view, std::string_view) {
   return Status::ok();
 }
 
+Status applyVersion(LaunchOptions& opts, std::string_view, std::string_view) {
+  opts.showVersion = true;
+  return Status::ok();
+}
+
 Status applyHelpEnv(LaunchOptions& opts, std::string_view name, std::string_view value) {
   if (value.empty() || value == "text") opts.envHelp = EnvHelpFormat::kText;
   else if (value == "markdown") opts.envHelp = EnvHelpFormat::kMarkdown;
@@ -137,6 +142,7 @@ constexpr OptionSpec kOptions[] = {
     {{"--tag-output"}, false, applyTag},
     {{"--no-tag-output"}, false, applyNoTag},
     {{"-h", "--help"}, false, applyHelp},
+    {{"--version"}, false, applyVersion},
     {{"--help-env"}, false, applyHelpEnv, true},
 };
 
@@ -209,7 +215,7 @@ Result<LaunchOptions> parseOptions(int argc, const char* const* argv) {
                        static_cast<int>(name.size()), name.data());
     }
     LOOM_TRY(spec->apply(opts, name, value.value_or("")));
-    if (opts.showHelp || opts.envHelp != EnvHelpFormat::kNone) return opts;
+    if (opts.showHelp || opts.showVersion || opts.envHelp != EnvHelpFormat::kNone) return opts;
   }
   for (; i < argc; ++i) opts.command.emplace_back(argv[i]);
   LOOM_TRY(checkComplete(opts));
@@ -249,6 +255,7 @@ Options:
                            cores) or numa (one NUMA node's CPUs per rank)
   --bind-verbose           print each rank's CPUs (also with LOOM_DEBUG=INFO)
   -h, --help               print this help
+  --version                print loomrun's version ("loomrun (Loom) X.Y.Z")
   --help-env[=markdown]    print the environment variables Loom reads, with
                            defaults and meanings (markdown: as a document)
 

@@ -4,7 +4,7 @@
 //   loomrun -n N [--nnodes K --node-rank R --master-addr A --master-port P]
 //           [--tag-output|--no-tag-output] [--kill-timeout S] [--max-restarts N]
 //           [--bind none|core|numa] [--bind-verbose]
-//   loomrun --help | --help-env[=text|markdown]
+//   loomrun --help | --version | --help-env[=text|markdown]
 //           [--] PROG ARGS...
 //
 // Parsing stops at PROG: everything after it belongs to the program, so
@@ -34,6 +34,7 @@ enum class EnvHelpFormat { kNone, kText, kMarkdown };
 
 struct LaunchOptions {
   bool showHelp = false;
+  bool showVersion = false;  // --version
   EnvHelpFormat envHelp = EnvHelpFormat::kNone;
   int localRanks = 0;  // -n / --nproc-per-node; required
   int nodes = 1;       // --nnodes
@@ -58,8 +59,8 @@ struct LaunchOptions {
 
 // Parses argv (argv[0] is loomrun itself). A failed Result carries a message
 // that names the offending option; callers print it and exit kExitUsage.
-// `--help` yields showHelp = true, `--help-env` envHelp, without checking the
-// other options.
+// `--help` yields showHelp = true, `--version` showVersion, `--help-env`
+// envHelp, without checking the other options.
 Result<LaunchOptions> parseOptions(int argc, const char* const* argv);
 
 // The text printed by `loomrun --help`.

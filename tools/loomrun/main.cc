@@ -87,6 +87,10 @@ int launch(int argc, const char* const* argv) {
     std::fputs(usageText().c_str(), stdout);
     return 0;
   }
+  if (opts->showVersion) {
+    std::printf("loomrun (Loom) %s\n", LOOM_TOOL_VERSION);
+    return 0;
+  }
   if (opts->envHelp != EnvHelpFormat::kNone) {
     const std::string text = opts->envHelp == EnvHelpFormat::kMarkdown ? envHelpMarkdown() : envHelpText();
     std::fputs(text.c_str(), stdout);

@@ -1,6 +1,7 @@
 // loom_tune_fit: turns measured times into a tuning file (perf/tune.sh).
 //
 //   loom_tune_fit [--points] [--chunk BYTES] [--ll-chunk BYTES] < measurements > tuning.txt
+//   loom_tune_fit --help | --version
 //
 // Input lines: <collective> <algorithm> <protocol> <nranks> <bytes> <time_us>
 // ('#' comments; repeated (key, bytes) rows keep the fastest, since on a busy
@@ -70,10 +71,29 @@ Fit fitAlphaBeta(const std::vector<Shape>& shapes, const std::vector<double>& y,
   return f;
 }
 
+constexpr const char* kUsage = "usage: loom_tune_fit [--points] [--chunk BYTES] [--ll-chunk BYTES] < measurements\n";
+
 int usage(const char* why) {
-  std::fprintf(stderr, "loom_tune_fit: %s\nusage: loom_tune_fit [--points] [--chunk BYTES] [--ll-chunk BYTES] < measurements\n",
-               why);
+  std::fprintf(stderr, "loom_tune_fit: %s\n%s", why, kUsage);
   return 2;
+}
+
+int help() {
+  std::printf("%s", kUsage);
+  std::printf(
+      "\n"
+      "Reads measured times and writes a tuning file for LOOM_TUNING_FILE (perf/tune.sh runs it).\n"
+      "Input lines: <collective> <algorithm> <protocol> <nranks> <bytes> <time_us> ('#' starts a\n"
+      "comment; repeated rows keep the fastest). For each (collective, algorithm, protocol, nranks)\n"
+      "it fits the cost model's latency and bandwidth by least squares on relative error.\n"
+      "\n"
+      "  --points          also write the measured minima as 'point' lines, which take precedence\n"
+      "                    over the fit inside the measured range\n"
+      "  --chunk BYTES     the Simple protocol's chunk size in the cost model (default 262144)\n"
+      "  --ll-chunk BYTES  the LL protocol's chunk size (default 8192)\n"
+      "  -h, --help        this text\n"
+      "  --version         print the version\n");
+  return 0;
 }
 
 }  // namespace
@@ -82,6 +102,11 @@ int main(int argc, char** argv) {
   bool points = false;
   double chunk = 256 * 1024, llChunk = 8 * 1024;
   for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) return help();
+    if (!std::strcmp(argv[i], "--version")) {
+      std::printf("loom_tune_fit (Loom) %s\n", LOOM_TOOL_VERSION);
+      return 0;
+    }
     if (!std::strcmp(argv[i], "--points")) points = true;
     else if (!std::strcmp(argv[i], "--chunk") && i + 1 < argc) chunk = std::atof(argv[++i]);
     else if (!std::strcmp(argv[i], "--ll-chunk") && i + 1 < argc) llChunk = std::atof(argv[++i]);

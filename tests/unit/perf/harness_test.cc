@@ -273,6 +273,8 @@ TEST(OptionsTest, RejectsBadFlags) {
   }
   PerfOptions o;
   EXPECT_EQ(parse({"-h"}, &o), ParseOutcome::kHelp);
+  EXPECT_EQ(parse({"-b", "8", "--version"}, &o), ParseOutcome::kHelp);  // prints it; the tool exits 0
+  EXPECT_EQ(parse({"--version=1"}, &o), ParseOutcome::kError);
 }
 
 TEST(OptionsTest, SizesAndSweep) {

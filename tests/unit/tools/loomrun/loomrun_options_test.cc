@@ -22,6 +22,22 @@ TEST(LoomrunOptions, HelpPrintsUsageAndSucceeds) {
   }
 }
 
+// --version is loomrun's only before the program; after it, the program's.
+TEST(LoomrunOptions, VersionIsLoomrunsBeforeTheProgramOnly) {
+  ProcessResult own = runLoomrun({"--version"});
+  ASSERT_TRUE(own.finished);
+  EXPECT_EQ(own.exitCode, 0) << own.err;
+  EXPECT_EQ(own.out.rfind("loomrun (Loom) ", 0), 0u) << own.out;
+  ProcessResult passed = runLoomrun({"-n", "1", "sh", "-c", "echo \"$0\"", "--version"});
+  ASSERT_TRUE(passed.finished);
+  EXPECT_EQ(passed.exitCode, 0) << passed.err;
+  EXPECT_EQ(passed.out, "--version\n");
+  ProcessResult valued = runLoomrun({"--version=1"});
+  ASSERT_TRUE(valued.finished);
+  EXPECT_EQ(valued.exitCode, 2);
+  EXPECT_NE(valued.err.find("'--version' takes no value"), std::string::npos) << valued.err;
+}
+
 // Counts the lines of `text` that start with `prefix`.
 size_t linesStartingWith(const std::string& text, const std::string& prefix) {
   size_t n = 0;
