@@ -1,6 +1,6 @@
 /*
  * nccl.h for Loom: NCCL's API (names, types, values and struct layouts) on
- * top of Loom (libloom_nccl), so that a program written for NCCL builds and
+ * top of Loom (Loom's libnccl.so.2), so that a program written for NCCL builds and
  * links against Loom unchanged:
  *
  *     c++ app.cc -I<loom>/shim/nccl/include -L<build>/lib/nccl-shim -lnccl
@@ -77,7 +77,7 @@ typedef struct CUstream_st* cudaStream_t;
 extern "C" {
 #endif
 
-/* Only the declarations of this header are exported from libloom_nccl. */
+/* Only the declarations of this header are exported from Loom's libnccl.so.2. */
 #if defined(__GNUC__)
 #pragma GCC visibility push(default)
 #endif

@@ -4,7 +4,7 @@
 // communicators and the error paths, on host buffers, each result checked
 // against a reference computed here. It is built twice: against Loom's
 // nccl.h, and against the CUDA toolkit's real nccl.h (ABI check); both link
-// libloom_nccl only.
+// Loom's libnccl.so.2 only.
 //
 // Streams: every call passes stream 0. Loom with no CUDA device runs each
 // call blocking, so results are ready when it returns; a program for real
@@ -33,7 +33,7 @@
 #error "Loom's nccl.h should have taken cudaStream_t from <cuda_runtime.h> here"
 #endif
 
-// The layout facts libloom_nccl relies on, whichever header this is.
+// The layout facts the shim relies on, whichever header this is.
 static_assert(sizeof(ncclUniqueId) == 128, "ncclUniqueId");
 static_assert(sizeof(ncclResult_t) == 4 && sizeof(ncclDataType_t) == 4 && sizeof(ncclRedOp_t) == 4, "enums");
 static_assert(sizeof(ncclConfig_t) == 80 && offsetof(ncclConfig_t, blocking) == 16 &&
@@ -566,7 +566,7 @@ int main() {
     std::fprintf(stderr, "%d check(s) failed\n", failures.load());
     return 1;
   }
-  std::printf("nccl api test: all checks passed (NCCL API %d as libloom_nccl reports it, header %d)\n", version,
+  std::printf("nccl api test: all checks passed (NCCL API %d as Loom's libnccl reports it, header %d)\n", version,
               NCCL_VERSION_CODE);
   return 0;
 }
