@@ -47,6 +47,9 @@ struct SettingsFiles {
   SettingsMap loomUser, loomSystem, ncclUser, ncclSystem;
 };
 std::mutex filesMutex;
+// Sections whose variables come from the environment only (configKnobs()).
+constexpr const char* kLauncherSection = "Set by the launcher (loomrun) for each rank";
+constexpr const char* kFilesSection = "Settings files";
 std::vector<std::unique_ptr<SettingsFiles>> fileGenerations;
 
 bool startsWith(const char* text, const char* prefix) { return std::strncmp(text, prefix, std::strlen(prefix)) == 0; }
@@ -90,8 +93,8 @@ const std::vector<KnobDoc>& configKnobs() {
   static const char* const kDiagnostics = "Diagnostics";
   static const char* const kLogging = "Logging";
   static const char* const kBootstrap = "Bootstrap";
-  static const char* const kLauncher = "Set by the launcher (loomrun) for each rank";
-  static const char* const kFiles = "Settings files";
+  static const char* const kLauncher = kLauncherSection;
+  static const char* const kFiles = kFilesSection;
   static const char* const kNccl = "NCCL variables (Loom's libnccl.so.2 only)";
   static const std::vector<KnobDoc> knobs = {
       {"LOOM_TIMEOUT", kWaits, "300", "seconds any blocking wait may last before it fails with loomTimeout", "common/wait (every blocking wait)"},
@@ -159,7 +162,8 @@ void reloadSettingsFiles() {
 }
 
 const char* readKnobFrom(const char* env, SettingSource source) {
-  if (!declared(env)) {
+  const KnobDoc* knob = declared(env);
+  if (!knob) {
     // A variable outside the table would be undocumented and missing from
     // `loomrun --help-env`: stop the developer who added it at once.
     std::fprintf(stderr, "loom: internal error: %s is read but not declared in configKnobs() (common/config.cc)\n", env);
@@ -167,9 +171,12 @@ const char* readKnobFrom(const char* env, SettingSource source) {
   }
   if (source == SettingSource::kEnvironment) return fromEnvironment(env);
   // Only the library's own settings live in files: not what a launcher
-  // passes per rank, nor the variables that say where the files are.
-  const bool loomName = startsWith(env, "LOOM_") && std::strcmp(env, "LOOM_SYSTEM_CONF_DIR") != 0;
-  const bool ncclName = startsWith(env, "NCCL_") && std::strcmp(env, "NCCL_CONF_FILE") != 0;
+  // passes per rank (RANK, LOOM_JOB_SECRET), nor the variables that say
+  // where the files are.
+  if (std::strcmp(knob->section, kLauncherSection) == 0 || std::strcmp(knob->section, kFilesSection) == 0)
+    return nullptr;
+  const bool loomName = startsWith(env, "LOOM_");
+  const bool ncclName = startsWith(env, "NCCL_");
   if (!loomName && !ncclName) return nullptr;
   std::lock_guard<std::mutex> lock(filesMutex);
   if (fileGenerations.empty()) loadSettingsFilesLocked();

@@ -2,7 +2,9 @@
 // LOOM_* variables from ~/.loom.conf and /etc/loom.conf, and the NCCL shim
 // reads NCCL_* from NCCL_CONF_FILE (else ~/.nccl.conf) and /etc/nccl.conf.
 // readKnob() (common/config.h) asks the environment first, then the user's
-// file, then the system's: the first that has the variable wins.
+// file, then the system's: the first that has the variable wins. Variables a
+// launcher sets per rank (RANK, LOOM_JOB_SECRET, ...) and those that locate
+// the files come from the environment only.
 //
 // Format: one KEY=VALUE per line; blank lines and lines whose first
 // non-blank character is # are skipped; blanks around KEY and VALUE are

@@ -87,9 +87,11 @@ TEST_F(KnobSources, EnvironmentWinsOverTheUsersFileWhichWinsOverTheSystems) {
 }
 
 TEST_F(KnobSources, LauncherVariablesAndTheFilesOwnLocationComeFromTheEnvironmentOnly) {
-  write("home/.loom.conf", "RANK=3\nLOOM_SYSTEM_CONF_DIR=/elsewhere\n");
+  write("home/.loom.conf", "RANK=3\nLOOM_JOB_SECRET=00112233445566778899aabbccddeeff\nLOOM_SYSTEM_CONF_DIR=/elsewhere\n");
+  unsetenv("LOOM_JOB_SECRET");
   reloadSettingsFiles();
   EXPECT_EQ(readKnob("RANK"), nullptr);
+  EXPECT_EQ(readKnob("LOOM_JOB_SECRET"), nullptr);
   EXPECT_STREQ(readKnob("LOOM_SYSTEM_CONF_DIR"), (root_ / "etc").c_str());
 }
 
