@@ -11,6 +11,7 @@
 
 #include <dlfcn.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +41,47 @@ static int failures = 0;
   } while (0)
 
 static const cudaStream_t kStream = 0;
+
+/* One rank of a 2-rank job as NCCL programs write it: one thread (or
+ * process) per rank, ncclCommInitRank with the shared unique id. */
+struct RankArgs {
+  ncclUniqueId id;
+  int rank;
+  ncclResult_t init, allReduce, destroy;
+  double out[COUNT];
+};
+
+static void* runRank(void* opaque) {
+  struct RankArgs* a = (struct RankArgs*)opaque;
+  ncclComm_t comm = NULL;
+  double in[COUNT];
+  int i;
+  for (i = 0; i < COUNT; ++i) in[i] = (a->rank + 1) * 0.5 * i;
+  a->init = ncclCommInitRank(&comm, 2, a->id, a->rank);
+  a->allReduce = a->init == ncclSuccess ? ncclAllReduce(in, a->out, COUNT, ncclDouble, ncclMax, comm, kStream)
+                                        : ncclInternalError;
+  a->destroy = comm ? ncclCommDestroy(comm) : ncclInternalError;
+  return NULL;
+}
+
+static void twoRanksInThreads(void) {
+  struct RankArgs args[2];
+  pthread_t threads[2];
+  int r, i;
+  NCCL_OK(ncclGetUniqueId(&args[0].id));
+  args[1].id = args[0].id;
+  for (r = 0; r < 2; ++r) {
+    args[r].rank = r;
+    CHECK(pthread_create(&threads[r], NULL, runRank, &args[r]) == 0, "pthread_create");
+  }
+  for (r = 0; r < 2; ++r) {
+    pthread_join(threads[r], NULL);
+    CHECK(args[r].init == ncclSuccess && args[r].allReduce == ncclSuccess && args[r].destroy == ncclSuccess,
+          "rank %d: init %d, all-reduce %d, destroy %d", r, args[r].init, args[r].allReduce, args[r].destroy);
+    for (i = 0; i < COUNT; ++i)
+      CHECK(args[r].out[i] == 1.0 * i, "2-rank max all-reduce rank %d [%d]: %g, want %g", r, i, args[r].out[i], 1.0 * i);
+  }
+}
 
 /* The library ncclGetVersion came from must be Loom's, in expectedDir. */
 static void checkRunningOnLoom(const char* expectedDir) {
@@ -96,7 +138,9 @@ int main(int argc, char** argv) {
   config.magic = 0;
   CHECK(ncclCommInitRankConfig(&configured, 1, id, 0, &config) == ncclInvalidArgument, "config without magic accepted");
 
-  /* Two ranks in this process: all-reduce, all-to-all, gather, scatter. */
+  twoRanksInThreads();
+
+  /* Two ranks driven by one thread: all-reduce, all-to-all, gather, scatter. */
   NCCL_OK(ncclCommInitAll(pair, 2, NULL));
   for (r = 0; r < 2; ++r)
     for (i = 0; i < COUNT; ++i) in[r][i] = (float)((r + 1) * (i + 1));
