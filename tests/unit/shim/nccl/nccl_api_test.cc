@@ -44,6 +44,13 @@ static_assert(ncclInProgress == 7 && ncclNumResults == 8 && ncclBfloat16 == 9 &&
                   ncclNumTypes == 12 && ncclAvg == 4 && ncclNumOps == 5 && ncclMaxRedOp == 0x7fffffff &&
                   ncclScalarHostImmediate == 1,
               "enum values");
+static_assert(sizeof(ncclSimInfo_t) == 24 && offsetof(ncclSimInfo_t, estimatedTime) == 16, "ncclSimInfo_t (2.22+)");
+static_assert(NCCL_WIN_COLL_SYMMETRIC == 1 && NCCL_WIN_REQUIRED_ALIGNMENT == 4096 && NCCL_SHRINK_ABORT == 1 &&
+                  NCCL_REVOKE_DEFAULT == 0 && NCCL_CTA_POLICY_ZERO == 2,
+              "2.28's flag values");
+#ifdef LOOM_NCCL_SHIM
+static_assert(NCCL_VERSION_CODE == 22809, "Loom's nccl.h is NCCL 2.28.9's API");
+#endif
 
 namespace {
 
@@ -550,7 +557,7 @@ void oneThreadGroups(int nranks) {
 int main() {
   int version = 0;
   NCCL_OK(ncclGetVersion(&version), nullptr);
-  CHECK(version >= NCCL_VERSION(2, 18, 0), "version %d", version);
+  CHECK(version == NCCL_VERSION(2, 28, 9), "version %d", version);
   for (int code = ncclSuccess; code < ncclNumResults; ++code)
     CHECK(std::strlen(ncclGetErrorString(static_cast<ncclResult_t>(code))) > 0, "no string for %d", code);
   CHECK(std::string(ncclGetErrorString(ncclSuccess)) != ncclGetErrorString(ncclInvalidArgument), "strings");

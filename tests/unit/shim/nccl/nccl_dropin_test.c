@@ -174,6 +174,18 @@ int main(int argc, char** argv) {
     for (i = 0; i < COUNT; ++i)
       CHECK(scattered[r][i] == in[r][i], "scatter rank %d [%d]: %g", r, i, scattered[r][i]);
 
+  /* Loom has no simulator: the group still runs (and closes), the estimate
+   * stays undefined and the call says it is unsupported. */
+  {
+    ncclSimInfo_t sim = NCCL_SIM_INFO_INITIALIZER;
+    NCCL_OK(ncclGroupStart());
+    for (r = 0; r < 2; ++r) NCCL_OK(ncclAllReduce(in[r], out[r], COUNT, ncclFloat, ncclMax, pair[r], kStream));
+    CHECK(ncclGroupSimulateEnd(&sim) == ncclInvalidUsage, "ncclGroupSimulateEnd succeeded");
+    CHECK(sim.estimatedTime == NCCL_UNDEF_FLOAT, "estimatedTime %g", sim.estimatedTime);
+    for (r = 0; r < 2; ++r)
+      for (i = 0; i < COUNT; ++i) CHECK(out[r][i] == in[1][i], "simulated group's all-reduce rank %d [%d]", r, i);
+  }
+
   /* Registration is accepted (a no-op on Loom); what Loom lacks fails with
    * ncclInvalidUsage and says so. */
   {
