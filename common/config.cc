@@ -4,6 +4,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
+#include <mutex>
+#include <vector>
 
 #include "common/format.h"
 
@@ -38,6 +41,45 @@ bool parseInt(const char* text, long lo, long hi, int* out) {
   return true;
 }
 
+// The contents of the settings files, one generation per (re)load; older
+// generations stay alive because readKnob handed out pointers into them.
+struct SettingsFiles {
+  SettingsMap loomUser, loomSystem, ncclUser, ncclSystem;
+};
+std::mutex filesMutex;
+// Sections whose variables come from the environment only (configKnobs()).
+constexpr const char* kLauncherSection = "Set by the launcher (loomrun) for each rank";
+constexpr const char* kFilesSection = "Settings files";
+std::vector<std::unique_ptr<SettingsFiles>> fileGenerations;
+
+bool startsWith(const char* text, const char* prefix) { return std::strncmp(text, prefix, std::strlen(prefix)) == 0; }
+
+const KnobDoc* declared(const char* env) {
+  for (const auto& k : configKnobs())
+    if (std::strcmp(k.env, env) == 0) return &k;
+  return nullptr;
+}
+
+// The one place Loom reads the environment (check_env_reads.cmake).
+const char* fromEnvironment(const char* env) { return std::getenv(env); }
+
+void loadSettingsFilesLocked() {
+  auto files = std::make_unique<SettingsFiles>();
+  const char* systemDir = fromEnvironment("LOOM_SYSTEM_CONF_DIR");
+  const SettingsFilePaths loom = loomSettingsFiles(systemDir);
+  const SettingsFilePaths nccl = ncclSettingsFiles(systemDir, fromEnvironment("NCCL_CONF_FILE"));
+  readSettingsFile(loom.user, &files->loomUser);
+  readSettingsFile(loom.system, &files->loomSystem);
+  readSettingsFile(nccl.user, &files->ncclUser);
+  readSettingsFile(nccl.system, &files->ncclSystem);
+  fileGenerations.push_back(std::move(files));
+}
+
+const char* fromFile(const SettingsMap& file, const char* env) {
+  auto it = file.find(env);
+  return it == file.end() ? nullptr : it->second.c_str();
+}
+
 }  // namespace
 
 const std::vector<KnobDoc>& configKnobs() {
@@ -51,7 +93,9 @@ const std::vector<KnobDoc>& configKnobs() {
   static const char* const kDiagnostics = "Diagnostics";
   static const char* const kLogging = "Logging";
   static const char* const kBootstrap = "Bootstrap";
-  static const char* const kLauncher = "Set by the launcher (loomrun) for each rank";
+  static const char* const kLauncher = kLauncherSection;
+  static const char* const kFiles = kFilesSection;
+  static const char* const kNccl = "NCCL variables (Loom's libnccl.so.2 only)";
   static const std::vector<KnobDoc> knobs = {
       {"LOOM_TIMEOUT", kWaits, "300", "seconds any blocking wait may last before it fails with loomTimeout", "common/wait (every blocking wait)"},
       {"LOOM_SPIN_US", kWaits, "5 (0 when a host runs more ranks than it has cores)", "microseconds a wait busy-polls before it starts to yield the core", "common/wait"},
@@ -94,18 +138,67 @@ const std::vector<KnobDoc>& configKnobs() {
       {"LOOM_JOB_SECRET", kLauncher, "set by loomrun", "32 hex digits shared by every rank of a job; the bootstrap root admits only ranks that know it. loomrun generates one for a single-node job, or passes on the one in its own environment (required, the same on every node, with --nnodes > 1)", "src/api (loomGetUniqueIdFromEnv), tools/loomrun"},
       {"LOOM_RESTART_COUNT", kLauncher, "set by loomrun", "the attempt number under loomrun --max-restarts (0 first), for programs that resume from a checkpoint", "programs (examples/train_demo)"},
       {"LOOM_LOCAL_CORES", kLauncher, "set by loomrun --bind", "cores this host's ranks share between them (each rank's own mask holds only its cores); with more local ranks than these, waits do not spin", "src/comm"},
+      {"LOOM_SYSTEM_CONF_DIR", kFiles, "/etc", "directory of the system-wide settings files loom.conf (LOOM_* variables) and nccl.conf (NCCL_* variables, read by Loom's libnccl.so.2). A LOOM_* variable comes from the environment, else ~/.loom.conf, else <dir>/loom.conf: KEY=VALUE lines, # starts a comment line. Meant for tests and relocated installs; environment only", "common/config (readKnob)"},
+      {"NCCL_CONF_FILE", kFiles, "", "settings file read instead of ~/.nccl.conf by Loom's libnccl.so.2 (NCCL's format, KEY=VALUE); <LOOM_SYSTEM_CONF_DIR>/nccl.conf is read after it; environment only", "common/config (readKnob), shim/nccl"},
+      {"NCCL_DEBUG", kNccl, "", "sets LOOM_DEBUG: NONE, VERSION, WARN, INFO, TRACE (ABORT has no Loom meaning: warned and ignored). Each NCCL_* variable here is read from the environment, NCCL_CONF_FILE or ~/.nccl.conf, then /etc/nccl.conf; a LOOM_* variable from the same source wins, and so does one from a higher source; one without a Loom meaning is logged once at WARN and ignored", "shim/nccl"},
+      {"NCCL_DEBUG_SUBSYS", kNccl, "", "sets LOOM_DEBUG_SUBSYS: INIT, BOOTSTRAP, COLL, ENV and ALL as named; P2P, SHM and NET become TRANSPORT, GRAPH ALGO, TUNING TUNER, PROXY PROGRESS; a leading ^ excludes; others (ALLOC, CALL, NVLS, REG, PROFILE, RAS) warned and dropped", "shim/nccl"},
+      {"NCCL_DEBUG_FILE", kNccl, "", "sets LOOM_DEBUG_FILE (the same %h and %p)", "shim/nccl"},
+      {"NCCL_ALGO", kNccl, "", "sets LOOM_ALGO: Ring and Tree become ring and tree, with NCCL's list, ^ and per-collective syntax; NVLS, NVLSTree, CollnetDirect, CollnetChain and PAT have no Loom meaning: warned and dropped", "shim/nccl"},
+      {"NCCL_PROTO", kNccl, "", "sets LOOM_PROTO: Simple and LL become simple and ll; LL128 has no Loom meaning: warned and dropped", "shim/nccl"},
+      {"NCCL_SOCKET_IFNAME", kNccl, "", "sets LOOM_SOCKET_IFNAME (the same syntax)", "shim/nccl"},
+      {"NCCL_IB_DISABLE", kNccl, "", "sets LOOM_IB_DISABLE (0 or 1)", "shim/nccl"},
+      {"NCCL_SHM_DISABLE", kNccl, "", "sets LOOM_SHM_DISABLE (0 or 1)", "shim/nccl"},
+      {"NCCL_P2P_DISABLE", kNccl, "", "1 sets LOOM_CUDA_ENGINE=0 and LOOM_CUDA_P2P=0 (device buffers stage through host memory); 0 keeps Loom's defaults", "shim/nccl"},
+      {"NCCL_NET_GDR_LEVEL", kNccl, "", "sets LOOM_NET_GDR: LOC (or 0) turns GPUDirect RDMA off, PIX, PXB, PHB, SYS (or 1..5) on; Loom does not grade by PCI distance", "shim/nccl"},
+      {"NCCL_BUFFSIZE", kNccl, "", "sets LOOM_CHUNK_SIZE to NCCL_BUFFSIZE divided by LOOM_SHM_SLOTS (4 unless set), rounded down to a multiple of 64; the result must lie in 4K..64M", "shim/nccl"},
+      {"NCCL_NET", kNccl, "", "Socket sets LOOM_IB_DISABLE=1 and LOOM_UCX_DISABLE=1 (TCP between hosts); IB sets LOOM_TCP_DISABLE=1 and LOOM_UCX_DISABLE=1", "shim/nccl"},
   };
   return knobs;
 }
 
-const char* readKnob(const char* env) {
-  for (const auto& k : configKnobs()) {
-    if (std::strcmp(k.env, env) == 0) return std::getenv(env);
+void reloadSettingsFiles() {
+  std::lock_guard<std::mutex> lock(filesMutex);
+  loadSettingsFilesLocked();
+}
+
+const char* readKnobFrom(const char* env, SettingSource source) {
+  const KnobDoc* knob = declared(env);
+  if (!knob) {
+    // A variable outside the table would be undocumented and missing from
+    // `loomrun --help-env`: stop the developer who added it at once.
+    std::fprintf(stderr, "loom: internal error: %s is read but not declared in configKnobs() (common/config.cc)\n", env);
+    std::abort();
   }
-  // A variable outside the table would be undocumented and missing from
-  // `loomrun --help-env`: stop the developer who added it at once.
-  std::fprintf(stderr, "loom: internal error: %s is read but not declared in configKnobs() (common/config.cc)\n", env);
-  std::abort();
+  if (source == SettingSource::kEnvironment) return fromEnvironment(env);
+  // Only the library's own settings live in files: not what a launcher
+  // passes per rank (RANK, LOOM_JOB_SECRET), nor the variables that say
+  // where the files are.
+  if (std::strcmp(knob->section, kLauncherSection) == 0 || std::strcmp(knob->section, kFilesSection) == 0)
+    return nullptr;
+  const bool loomName = startsWith(env, "LOOM_");
+  const bool ncclName = startsWith(env, "NCCL_");
+  if (!loomName && !ncclName) return nullptr;
+  std::lock_guard<std::mutex> lock(filesMutex);
+  if (fileGenerations.empty()) loadSettingsFilesLocked();
+  const SettingsFiles& files = *fileGenerations.back();
+  if (source == SettingSource::kUserFile) return fromFile(loomName ? files.loomUser : files.ncclUser, env);
+  return fromFile(loomName ? files.loomSystem : files.ncclSystem, env);
+}
+
+std::vector<std::string> namesInSettingsFiles() {
+  std::lock_guard<std::mutex> lock(filesMutex);
+  if (fileGenerations.empty()) loadSettingsFilesLocked();
+  const SettingsFiles& files = *fileGenerations.back();
+  std::vector<std::string> names;
+  for (const SettingsMap* file : {&files.loomUser, &files.loomSystem, &files.ncclUser, &files.ncclSystem})
+    for (const auto& entry : *file) names.push_back(entry.first);
+  return names;
+}
+
+const char* readKnob(const char* env) {
+  for (SettingSource source : {SettingSource::kEnvironment, SettingSource::kUserFile, SettingSource::kSystemFile})
+    if (const char* value = readKnobFrom(env, source)) return value;
+  return nullptr;
 }
 
 Config Config::fromEnv(std::vector<std::string>* warnings) {

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "common/config_files.h"
 #include "common/log.h"
 
 namespace loom {
@@ -72,6 +73,25 @@ const std::vector<KnobDoc>& configKnobs();
 // for readers that run before any communicator (and its Config) exists.
 // Asking for an undeclared name is a programming error: it aborts, naming
 // the variable, so a new knob cannot bypass the table.
+// Sources, first match wins: the environment, the user's settings file, the
+// system's (common/config_files.h): ~/.loom.conf and /etc/loom.conf for
+// LOOM_* names, NCCL_CONF_FILE (else ~/.nccl.conf) and /etc/nccl.conf for
+// NCCL_* names. Other names (RANK, MASTER_ADDR, ...) and the variables that
+// locate the files come from the environment only.
 const char* readKnob(const char* env);
+
+// The value of a declared variable in one source only (nullptr when that
+// source does not set it): for the NCCL shim, which ranks an NCCL_* setting
+// against the LOOM_* one of the same source.
+const char* readKnobFrom(const char* env, SettingSource source);
+
+// The files are read once per process, at the first readKnob. Tests that
+// write them (or change HOME, LOOM_SYSTEM_CONF_DIR, NCCL_CONF_FILE) re-read
+// them with this; values returned before stay valid.
+void reloadSettingsFiles();
+
+// Every name the settings files set (both families, all files), so the NCCL
+// shim can warn about NCCL_* names it has no meaning for.
+std::vector<std::string> namesInSettingsFiles();
 
 }  // namespace loom

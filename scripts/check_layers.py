@@ -57,7 +57,7 @@ LAYERS = [
      ["loom"]),
     ("tools/loomrun", ["tools/loomrun/"], ["common", "src/topology"], ["loomrun"]),
     ("tools/tune_fit", ["tools/tune_fit/"], ["common", "algorithms", "src/tuner"], ["loom_tune_fit"]),
-    ("shim/nccl", ["shim/nccl/"], ["public", "nccl-public", "kernels"], ["loom_nccl"]),
+    ("shim/nccl", ["shim/nccl/"], ["public", "nccl-public", "common", "kernels"], ["loom_nccl"]),
     ("bindings/torch", ["bindings/torch/"], ["public"], ["loom_torch_ext"]),
     ("ddp", ["ddp/"], ["public"], ["loom_ddp"]),
     ("examples", ["examples/"], ["public", "ddp"], ["train_demo"]),

@@ -1,5 +1,5 @@
 // Where the NCCL shim meets CUDA: the Loom stream a cudaStream_t maps to and
-// the CUDA device a communicator belongs to. libloom_nccl does not link the
+// the CUDA device a communicator belongs to. the shim does not link the
 // CUDA runtime; both answers come from Loom or from a CUDA driver that the
 // program itself has loaded.
 #pragma once

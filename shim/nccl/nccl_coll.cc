@@ -47,6 +47,50 @@ ncclResult_t reduction(Call& call, ncclComm_t comm, ncclRedOp_t op, ncclDataType
   return r;
 }
 
+size_t bytesPerElement(ncclDataType_t datatype) {
+  switch (datatype) {
+    case ncclInt8: case ncclUint8: return 1;
+    case ncclFloat16: case ncclBfloat16: return 2;
+    case ncclInt32: case ncclUint32: case ncclFloat32: return 4;
+    default: return 8;  // ncclInt64, ncclUint64, ncclFloat64 (checkDataType rejected the rest)
+  }
+}
+
+// Gather and scatter: the root exchanges one block with every rank (itself
+// included, which Loom allows inside a group), the others one with the root.
+// `rootSends` picks the direction. One group, so the exchanges progress
+// together and an in-place block (the root's own) is sent before it lands.
+ncclResult_t rootedExchange(Call& call, bool rootSends, const void* sendbuff, void* recvbuff, size_t count,
+                            ncclDataType_t datatype, int root, ncclComm_t comm) {
+  int nranks = 0;
+  if (ncclResult_t r = fromLoom(loomCommCount(loom::nccl_shim::toLoom(comm), &nranks)); r != ncclSuccess) return r;
+  if (root < 0 || root >= nranks)
+    return fail(ncclInvalidArgument, "%s on rank %d: root %d is not a rank of this communicator (0..%d)", call.name,
+                call.rank, root, nranks - 1);
+  const size_t block = count * bytesPerElement(datatype);
+  if (count != 0 && block / count != bytesPerElement(datatype))
+    return fail(ncclInvalidArgument, "%s on rank %d: count %zu overflows", call.name, call.rank, count);
+  const loomDataType_t type = toLoom(datatype);
+  const loomComm_t lcomm = loom::nccl_shim::toLoom(comm);
+  if (ncclResult_t r = fromLoom(loomGroupStart()); r != ncclSuccess) return r;
+  loomResult_t first = loomSuccess;
+  auto keep = [&](loomResult_t r) { if (first == loomSuccess) first = r; };
+  if (call.rank == root) {
+    for (int peer = 0; peer < nranks; ++peer) {
+      if (rootSends) keep(loomSend(static_cast<const char*>(sendbuff) + peer * block, count, type, peer, lcomm, call.stream));
+      else keep(loomRecv(static_cast<char*>(recvbuff) + peer * block, count, type, peer, lcomm, call.stream));
+    }
+  }
+  if (rootSends) keep(loomRecv(recvbuff, count, type, root, lcomm, call.stream));
+  else keep(loomSend(sendbuff, count, type, root, lcomm, call.stream));
+  if (first != loomSuccess) {
+    const ncclResult_t code = fromLoom(first);  // keeps the failed call's message
+    (void)loomGroupEnd();
+    return code;
+  }
+  return fromLoom(loomGroupEnd());
+}
+
 }  // namespace
 
 extern "C" {
@@ -106,6 +150,27 @@ ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcoun
   return fromLoom(loomAllGather(sendbuff, recvbuff, sendcount, toLoom(datatype), toLoom(comm), call.stream));
 }
 
+ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                          ncclComm_t comm, cudaStream_t stream) {
+  Call call{"ncclAlltoAll"};
+  if (ncclResult_t r = call.begin(comm, datatype, stream); r != ncclSuccess) return r;
+  return fromLoom(loomAllToAll(sendbuff, recvbuff, count, toLoom(datatype), toLoom(comm), call.stream));
+}
+
+ncclResult_t ncclGather(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
+                        ncclComm_t comm, cudaStream_t stream) {
+  Call call{"ncclGather"};
+  if (ncclResult_t r = call.begin(comm, datatype, stream); r != ncclSuccess) return r;
+  return rootedExchange(call, false, sendbuff, recvbuff, count, datatype, root, comm);
+}
+
+ncclResult_t ncclScatter(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
+                         ncclComm_t comm, cudaStream_t stream) {
+  Call call{"ncclScatter"};
+  if (ncclResult_t r = call.begin(comm, datatype, stream); r != ncclSuccess) return r;
+  return rootedExchange(call, true, sendbuff, recvbuff, count, datatype, root, comm);
+}
+
 ncclResult_t ncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
                       cudaStream_t stream) {
   Call call{"ncclSend"};
@@ -149,6 +214,15 @@ LOOM_NCCL_PROFILING_TWIN(ncclResult_t, ncclBcast,
                           cudaStream_t stream))
 LOOM_NCCL_PROFILING_TWIN(ncclResult_t, ncclAllGather,
                          (const void* sendbuff, void* recvbuff, size_t sendcount, ncclDataType_t datatype,
+                          ncclComm_t comm, cudaStream_t stream))
+LOOM_NCCL_PROFILING_TWIN(ncclResult_t, ncclAlltoAll,
+                         (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclComm_t comm,
+                          cudaStream_t stream))
+LOOM_NCCL_PROFILING_TWIN(ncclResult_t, ncclGather,
+                         (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
+                          ncclComm_t comm, cudaStream_t stream))
+LOOM_NCCL_PROFILING_TWIN(ncclResult_t, ncclScatter,
+                         (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
                           ncclComm_t comm, cudaStream_t stream))
 LOOM_NCCL_PROFILING_TWIN(ncclResult_t, ncclSend,
                          (const void* sendbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,

@@ -7,6 +7,7 @@
 #include "shim/nccl/nccl_comm_devices.h"
 #include "shim/nccl/cuda_binding.h"
 #include "shim/nccl/errors.h"
+#include "shim/nccl/nccl_env.h"
 #include "nccl.h"
 #include "shim/nccl/pre_mul_sum.h"
 #include "shim/nccl/profiling_twin.h"
@@ -44,12 +45,14 @@ ncclResult_t checkConfig(const char* call, int rank, const ncclConfig_t* config)
 extern "C" {
 
 ncclResult_t ncclGetVersion(int* version) {
+  applyNcclSettingsOnce();
   if (!version) return fail(ncclInvalidArgument, "ncclGetVersion: version is NULL");
-  *version = NCCL_VERSION_CODE;  // the NCCL API this library implements (see nccl.h)
+  *version = NCCL_VERSION_CODE;  // the NCCL API this library implements (see nccl.h): 22809
   return ncclSuccess;
 }
 
 ncclResult_t ncclGetUniqueId(ncclUniqueId* uniqueId) {
+  applyNcclSettingsOnce();
   if (!uniqueId) return fail(ncclInvalidArgument, "ncclGetUniqueId: uniqueId is NULL");
   loomUniqueId id;
   const loomResult_t r = loomGetUniqueId(&id);
@@ -59,6 +62,7 @@ ncclResult_t ncclGetUniqueId(ncclUniqueId* uniqueId) {
 
 ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
                                     ncclConfig_t* config) {
+  applyNcclSettingsOnce();
   if (ncclResult_t r = checkConfig("ncclCommInitRankConfig", rank, config); r != ncclSuccess) return r;
   // Inside a group Loom returns the handle at once and connects at group end.
   loomComm_t made = nullptr;
@@ -73,6 +77,7 @@ ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId,
 }
 
 ncclResult_t ncclCommInitAll(ncclComm_t* comm, int ndev, const int* devlist) {
+  applyNcclSettingsOnce();
   // ncclComm_t and loomComm_t are both one pointer: the array is filled in place.
   static_assert(sizeof(ncclComm_t) == sizeof(loomComm_t));
   const loomResult_t r = loomCommInitAll(reinterpret_cast<loomComm_t*>(comm), ndev, devlist);

@@ -62,8 +62,10 @@ std::string envHelpText() {
   const size_t column = 2 + nameWidth + 2;
   std::string out =
       "Environment variables Loom reads; each rank reads them when it creates a\n"
-      "communicator, unless said otherwise. `loomrun --help-env=markdown` prints\n"
-      "the same as a document (docs/environment.md).\n";
+      "communicator, unless said otherwise. A LOOM_* variable not in the\n"
+      "environment is taken from ~/.loom.conf, else /etc/loom.conf (KEY=VALUE\n"
+      "lines). `loomrun --help-env=markdown` prints the same as a document\n"
+      "(docs/environment.md).\n";
   for (const char* section : sectionsInOrder()) {
     out.append("\n").append(section).append("\n");
     for (const KnobDoc& k : configKnobs()) {
@@ -89,7 +91,11 @@ std::string envHelpMarkdown() {
       "\n"
       "Every variable Loom reads, with its default, meaning and the layer that uses\n"
       "it. Each rank reads them when it creates a communicator, unless said\n"
-      "otherwise; `loomrun --help-env` prints the same for a terminal.\n";
+      "otherwise; `loomrun --help-env` prints the same for a terminal. A LOOM_*\n"
+      "variable not in the environment is taken from `~/.loom.conf`, else\n"
+      "`/etc/loom.conf` (KEY=VALUE lines; see Settings files below). The NCCL_*\n"
+      "variables at the end are read only by Loom's `libnccl.so.2`\n"
+      "([nccl.md](nccl.md)).\n";
   for (const char* section : sectionsInOrder()) {
     out.append("\n## ").append(section).append("\n\n");
     out += "| Variable | Default | Meaning | Used by |\n";

@@ -1,17 +1,22 @@
 /*
  * nccl.h for Loom: NCCL's API (names, types, values and struct layouts) on
- * top of Loom (libloom_nccl), so that a program written for NCCL builds and
+ * top of Loom (Loom's libnccl.so.2), so that a program written for NCCL builds and
  * links against Loom unchanged:
  *
- *     c++ app.cc -I<loom>/shim/nccl/include -L<build>/lib -lloom_nccl
+ *     c++ app.cc -I<loom>/shim/nccl/include -L<build>/lib/nccl-shim -lnccl
  *
- * It declares the API of NCCL 2.18 (the release that added ncclCommSplit),
- * the set libloom_nccl implements, so version checks such as
- * `#if NCCL_VERSION_CODE >= NCCL_VERSION(2,19,0)` keep programs away from
- * functions Loom does not have (ncclCommRegister, ncclMemAlloc, ...).
- * ncclConfig_t has the layout of NCCL 2.28 (fields only ever got appended)
- * and ncclDataType_t has the fp8 values of newer releases, so binaries built
- * against a newer nccl.h pass the same bytes.
+ * The library is libnccl.so.2 (SONAME libnccl.so.2), so a binary built
+ * against NVIDIA's NCCL also runs on Loom unchanged when Loom's library comes
+ * first on LD_LIBRARY_PATH (docs/nccl.md).
+ *
+ * It declares the API of NCCL 2.28.9, with the same types, values, struct
+ * layouts and functions; every function is exported. Those Loom has no
+ * feature for return ncclInvalidUsage with a message (ncclGetLastError) that
+ * says so: ncclMemAlloc/ncclMemFree, ncclCommRevoke, ncclCommShrink,
+ * ncclCommWindowRegister/Deregister and ncclGroupSimulateEnd (which still
+ * runs the group, as ncclGroupEnd would). ncclCommRegister accepts a buffer
+ * and does nothing (Loom copies through its own buffers), and
+ * ncclCommInitRankScalable uses the first of its ids.
  *
  * What differs from NCCL, all through ncclGetLastError's message:
  *  - Streams: with a usable CUDA device a call is asynchronous on its CUDA
@@ -59,8 +64,8 @@ typedef struct CUstream_st* cudaStream_t;
 #include <stddef.h>
 
 #define NCCL_MAJOR 2
-#define NCCL_MINOR 18
-#define NCCL_PATCH 6
+#define NCCL_MINOR 28
+#define NCCL_PATCH 9
 #define NCCL_SUFFIX ""
 
 /* NCCL's encoding: 2.8.x and older used X*1000+Y*100+Z. */
@@ -72,7 +77,7 @@ typedef struct CUstream_st* cudaStream_t;
 extern "C" {
 #endif
 
-/* Only the declarations of this header are exported from libloom_nccl. */
+/* Only the declarations of this header are exported from Loom's libnccl.so.2. */
 #if defined(__GNUC__)
 #pragma GCC visibility push(default)
 #endif
@@ -87,6 +92,7 @@ extern "C" {
 #endif
 
 typedef struct ncclComm* ncclComm_t;
+typedef struct ncclWindow_vidmem* ncclWindow_t;
 #define NCCL_COMM_NULL NULL
 
 #define NCCL_UNIQUE_ID_BYTES 128
@@ -109,10 +115,23 @@ typedef enum LOOM_NCCL_ENUM_BASE {
 #define NCCL_CONFIG_UNDEF_INT INT_MIN
 #define NCCL_CONFIG_UNDEF_PTR NULL
 #define NCCL_SPLIT_NOCOLOR -1
+#define NCCL_UNDEF_FLOAT -1.0f
+
+/* ncclCommWindowRegister flags and alignment. */
+#define NCCL_WIN_DEFAULT 0x00
+#define NCCL_WIN_COLL_SYMMETRIC 0x01
+#define NCCL_WIN_REQUIRED_ALIGNMENT 4096
 
 #define NCCL_CTA_POLICY_DEFAULT 0x00
 #define NCCL_CTA_POLICY_EFFICIENCY 0x01
 #define NCCL_CTA_POLICY_ZERO 0x02
+
+/* ncclCommShrink flags. */
+#define NCCL_SHRINK_DEFAULT 0x00
+#define NCCL_SHRINK_ABORT 0x01
+
+/* ncclCommRevoke flags (must be 0). */
+#define NCCL_REVOKE_DEFAULT 0x00
 
 /* Communicator settings. Start from NCCL_CONFIG_INITIALIZER; size, magic and
  * version identify the caller's layout. Field order and types are NCCL's. */
@@ -148,6 +167,18 @@ typedef struct ncclConfig_v22800 {
         NCCL_CONFIG_UNDEF_INT /* shrinkShare */, NCCL_CONFIG_UNDEF_INT /* nvlsCTAs */,                       \
         NCCL_CONFIG_UNDEF_INT /* nChannelsPerNetPeer */, NCCL_CONFIG_UNDEF_INT /* nvlinkCentricSched */      \
   }
+
+/* What ncclGroupSimulateEnd reports. Start from NCCL_SIM_INFO_INITIALIZER. */
+typedef struct ncclSimInfo_v22200 {
+  size_t size;
+  unsigned int magic;
+  unsigned int version;
+  float estimatedTime;
+} ncclSimInfo_t;
+
+#define LOOM_NCCL_SIM_INFO_MAGIC 0x74685283 /* NCCL's value */
+#define NCCL_SIM_INFO_INITIALIZER \
+  { sizeof(ncclSimInfo_t), LOOM_NCCL_SIM_INFO_MAGIC, NCCL_VERSION(NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH), NCCL_UNDEF_FLOAT }
 
 /* Reduction operators: the built-in ones, then handles from
  * ncclRedOpCreatePreMulSum (values from ncclNumOps up to ncclMaxRedOp). */
@@ -186,6 +217,12 @@ typedef enum LOOM_NCCL_ENUM_BASE {
 
 /* Every function has a p-prefixed twin (pncclAllReduce, ...) for profilers
  * that interpose the plain names, as in NCCL. */
+/* Not supported by Loom (ncclInvalidUsage): allocate with cudaMalloc. */
+ncclResult_t ncclMemAlloc(void** ptr, size_t size);
+ncclResult_t pncclMemAlloc(void** ptr, size_t size);
+ncclResult_t ncclMemFree(void* ptr);
+ncclResult_t pncclMemFree(void* ptr);
+
 ncclResult_t ncclGetVersion(int* version);
 ncclResult_t pncclGetVersion(int* version);
 ncclResult_t ncclGetUniqueId(ncclUniqueId* uniqueId);
@@ -208,8 +245,23 @@ ncclResult_t ncclCommDestroy(ncclComm_t comm);
 ncclResult_t pncclCommDestroy(ncclComm_t comm);
 ncclResult_t ncclCommAbort(ncclComm_t comm);
 ncclResult_t pncclCommAbort(ncclComm_t comm);
+/* Not supported by Loom (ncclInvalidUsage): ncclCommAbort stops a comm. */
+ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags);
+ncclResult_t pncclCommRevoke(ncclComm_t comm, int revokeFlags);
 ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm, ncclConfig_t* config);
 ncclResult_t pncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm, ncclConfig_t* config);
+/* Not supported by Loom (ncclInvalidUsage): ncclCommSplit, called by every
+ * rank, makes the smaller communicator. */
+ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeRanksCount, ncclComm_t* newcomm,
+                            ncclConfig_t* config, int shrinkFlags);
+ncclResult_t pncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeRanksCount, ncclComm_t* newcomm,
+                             ncclConfig_t* config, int shrinkFlags);
+/* ncclCommInitRankConfig with the first of the nId ids (Loom's bootstrap
+ * root serves every rank). */
+ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myrank, int nId, ncclUniqueId* commIds,
+                                      ncclConfig_t* config);
+ncclResult_t pncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myrank, int nId, ncclUniqueId* commIds,
+                                       ncclConfig_t* config);
 
 const char* ncclGetErrorString(ncclResult_t result);
 const char* pncclGetErrorString(ncclResult_t result);
@@ -217,6 +269,13 @@ const char* pncclGetErrorString(ncclResult_t result);
  * the rank); comm is used when this thread has seen no failure yet. */
 const char* ncclGetLastError(ncclComm_t comm);
 const char* pncclGetLastError(ncclComm_t comm);
+
+/* Deprecated in NCCL. Loom reads its log settings once per process, so this
+ * does nothing (and says so through ncclGetLastError). */
+__attribute__((deprecated("ncclResetDebugInit is not supported as part of the NCCL API and will be removed in the future")))
+void ncclResetDebugInit(void);
+__attribute__((deprecated("pncclResetDebugInit is not supported as part of the NCCL API and will be removed in the future")))
+void pncclResetDebugInit(void);
 
 ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError);
 ncclResult_t pncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError);
@@ -227,6 +286,19 @@ ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int* device);
 ncclResult_t pncclCommCuDevice(const ncclComm_t comm, int* device);
 ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank);
 ncclResult_t pncclCommUserRank(const ncclComm_t comm, int* rank);
+
+/* Accepted and ignored: Loom moves data through its own buffers, so a
+ * registered buffer is used like any other. *handle is a token for
+ * ncclCommDeregister. */
+ncclResult_t ncclCommRegister(const ncclComm_t comm, void* buff, size_t size, void** handle);
+ncclResult_t pncclCommRegister(const ncclComm_t comm, void* buff, size_t size, void** handle);
+ncclResult_t ncclCommDeregister(const ncclComm_t comm, void* handle);
+ncclResult_t pncclCommDeregister(const ncclComm_t comm, void* handle);
+/* Not supported by Loom (ncclInvalidUsage): no symmetric-memory windows. */
+ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win, int winFlags);
+ncclResult_t pncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win, int winFlags);
+ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win);
+ncclResult_t pncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win);
 
 /* An op that multiplies each rank's input by that rank's *scalar (of type
  * datatype) and sums; valid with comm and datatype only. */
@@ -264,6 +336,25 @@ ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcoun
 ncclResult_t pncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, ncclDataType_t datatype,
                             ncclComm_t comm, cudaStream_t stream);
 
+/* Block j of sendbuff (count elements) goes to rank j; block i of recvbuff
+ * comes from rank i. */
+ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                          ncclComm_t comm, cudaStream_t stream);
+ncclResult_t pncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                           ncclComm_t comm, cudaStream_t stream);
+/* count elements of every rank land at recvbuff + i*count on root (in place
+ * when sendbuff == recvbuff + root*count). */
+ncclResult_t ncclGather(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
+                        ncclComm_t comm, cudaStream_t stream);
+ncclResult_t pncclGather(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
+                         ncclComm_t comm, cudaStream_t stream);
+/* Block i of root's sendbuff (count elements) goes to rank i (in place when
+ * recvbuff == sendbuff + root*count). */
+ncclResult_t ncclScatter(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
+                         ncclComm_t comm, cudaStream_t stream);
+ncclResult_t pncclScatter(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
+                          ncclComm_t comm, cudaStream_t stream);
+
 /* Point to point: pair them inside ncclGroupStart/End to exchange safely. */
 ncclResult_t ncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
                       cudaStream_t stream);
@@ -278,6 +369,11 @@ ncclResult_t ncclGroupStart(void);
 ncclResult_t pncclGroupStart(void);
 ncclResult_t ncclGroupEnd(void);
 ncclResult_t pncclGroupEnd(void);
+/* Loom has no cost simulator: the group runs as with ncclGroupEnd,
+ * simInfo->estimatedTime stays NCCL_UNDEF_FLOAT and the result is
+ * ncclInvalidUsage (unless the group itself failed). */
+ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo);
+ncclResult_t pncclGroupSimulateEnd(ncclSimInfo_t* simInfo);
 
 #if defined(__GNUC__)
 #pragma GCC visibility pop

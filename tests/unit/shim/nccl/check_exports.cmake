@@ -1,4 +1,4 @@
-# cmake -DNM=nm -DLIBRARY=libloom_nccl.so -DEXPECTED=expected_exports.txt -P check_exports.cmake
+# cmake -DNM=nm -DLIBRARY=libnccl.so.2 -DEXPECTED=expected_exports.txt -P check_exports.cmake
 # Fails unless the library's defined dynamic symbols are exactly the names in
 # EXPECTED and their p-prefixed twins (plus the linker's own markers).
 cmake_minimum_required(VERSION 3.25)  # IN_LIST

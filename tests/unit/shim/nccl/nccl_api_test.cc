@@ -4,7 +4,7 @@
 // communicators and the error paths, on host buffers, each result checked
 // against a reference computed here. It is built twice: against Loom's
 // nccl.h, and against the CUDA toolkit's real nccl.h (ABI check); both link
-// libloom_nccl only.
+// Loom's libnccl.so.2 only.
 //
 // Streams: every call passes stream 0. Loom with no CUDA device runs each
 // call blocking, so results are ready when it returns; a program for real
@@ -33,7 +33,7 @@
 #error "Loom's nccl.h should have taken cudaStream_t from <cuda_runtime.h> here"
 #endif
 
-// The layout facts libloom_nccl relies on, whichever header this is.
+// The layout facts the shim relies on, whichever header this is.
 static_assert(sizeof(ncclUniqueId) == 128, "ncclUniqueId");
 static_assert(sizeof(ncclResult_t) == 4 && sizeof(ncclDataType_t) == 4 && sizeof(ncclRedOp_t) == 4, "enums");
 static_assert(sizeof(ncclConfig_t) == 80 && offsetof(ncclConfig_t, blocking) == 16 &&
@@ -44,6 +44,13 @@ static_assert(ncclInProgress == 7 && ncclNumResults == 8 && ncclBfloat16 == 9 &&
                   ncclNumTypes == 12 && ncclAvg == 4 && ncclNumOps == 5 && ncclMaxRedOp == 0x7fffffff &&
                   ncclScalarHostImmediate == 1,
               "enum values");
+static_assert(sizeof(ncclSimInfo_t) == 24 && offsetof(ncclSimInfo_t, estimatedTime) == 16, "ncclSimInfo_t (2.22+)");
+static_assert(NCCL_WIN_COLL_SYMMETRIC == 1 && NCCL_WIN_REQUIRED_ALIGNMENT == 4096 && NCCL_SHRINK_ABORT == 1 &&
+                  NCCL_REVOKE_DEFAULT == 0 && NCCL_CTA_POLICY_ZERO == 2,
+              "2.28's flag values");
+#ifdef LOOM_NCCL_SHIM
+static_assert(NCCL_VERSION_CODE == 22809, "Loom's nccl.h is NCCL 2.28.9's API");
+#endif
 
 namespace {
 
@@ -550,7 +557,7 @@ void oneThreadGroups(int nranks) {
 int main() {
   int version = 0;
   NCCL_OK(ncclGetVersion(&version), nullptr);
-  CHECK(version >= NCCL_VERSION(2, 18, 0), "version %d", version);
+  CHECK(version == NCCL_VERSION(2, 28, 9), "version %d", version);
   for (int code = ncclSuccess; code < ncclNumResults; ++code)
     CHECK(std::strlen(ncclGetErrorString(static_cast<ncclResult_t>(code))) > 0, "no string for %d", code);
   CHECK(std::string(ncclGetErrorString(ncclSuccess)) != ncclGetErrorString(ncclInvalidArgument), "strings");
@@ -566,7 +573,7 @@ int main() {
     std::fprintf(stderr, "%d check(s) failed\n", failures.load());
     return 1;
   }
-  std::printf("nccl api test: all checks passed (NCCL API %d as libloom_nccl reports it, header %d)\n", version,
+  std::printf("nccl api test: all checks passed (NCCL API %d as Loom's libnccl reports it, header %d)\n", version,
               NCCL_VERSION_CODE);
   return 0;
 }

@@ -1,7 +1,7 @@
 /* The C side of the NCCL API test: a C program written only against NCCL's
  * API, in the single-process style (one thread drives every rank through
  * ncclGroupStart/End). Built against Loom's nccl.h and against the CUDA
- * toolkit's; links libloom_nccl only. Streams: 0 everywhere; without a GPU
+ * toolkit's; links Loom's libnccl.so.2 only. Streams: 0 everywhere; without a GPU
  * Loom runs each call (each group) blocking, so results are ready on return
  * (a GPU program would cudaStreamSynchronize, which needs a GPU). */
 #include <nccl.h>

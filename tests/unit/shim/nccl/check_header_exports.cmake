@@ -1,0 +1,42 @@
+# cmake -DNM=nm -DLIBRARY=libnccl.so.2 -DHEADER=<toolkit>/nccl.h -P check_header_exports.cmake
+# Fails unless the library defines every function the header declares (the
+# nccl* and pncclX names alike): a program built against that header finds
+# all its symbols in Loom's libnccl.so.2.
+cmake_minimum_required(VERSION 3.20)
+execute_process(COMMAND ${NM} -D --defined-only ${LIBRARY} OUTPUT_VARIABLE listing RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "${NM} -D --defined-only ${LIBRARY} failed (${rc})")
+endif()
+string(REGEX MATCHALL "[^\n]+" lines "${listing}")
+set(exported "")
+foreach(line ${lines})
+  string(REGEX REPLACE "^.* ([^ ]+)$" "\\1" name "${line}")
+  list(APPEND exported ${name})
+endforeach()
+
+# Declarations: a return type (ncclResult_t, const char*, void), then a
+# p?nccl name and "(". Comments go first, so prose cannot count.
+file(READ ${HEADER} text)
+string(REGEX REPLACE "/\\*([^*]|\\*+[^*/])*\\*+/" "" text "${text}")
+string(REGEX REPLACE "//[^\n]*" "" text "${text}")
+string(REGEX MATCHALL "(ncclResult_t|const char[ \t]*\\*|void)[ \t\n*]+p?nccl[A-Za-z0-9_]+[ \t]*\\(" decls "${text}")
+set(declared "")
+foreach(decl ${decls})
+  string(REGEX REPLACE ".*[ \t\n*](p?nccl[A-Za-z0-9_]+)[ \t]*\\($" "\\1" name "${decl}")
+  list(APPEND declared ${name})
+endforeach()
+list(REMOVE_DUPLICATES declared)
+list(LENGTH declared count)
+if(count LESS 40)
+  message(FATAL_ERROR "only ${count} functions found in ${HEADER}: the parse no longer fits the header")
+endif()
+set(missing "")
+foreach(name ${declared})
+  if(NOT name IN_LIST exported)
+    list(APPEND missing ${name})
+  endif()
+endforeach()
+if(missing)
+  message(FATAL_ERROR "${LIBRARY} lacks functions ${HEADER} declares: [${missing}]")
+endif()
+message(STATUS "${LIBRARY} exports all ${count} functions of ${HEADER}")
