@@ -2,8 +2,9 @@
 # The main job on a fresh machine: set up, build, measure this machine for the
 # tuner (perf/tune.sh, about a minute), then an all-reduce sweep on 4 local
 # ranks started by loomrun (nccl-tests' output format, plus the algorithm that
-# ran and the share of the memory-traffic bound: --algo-column, --mem-bound 1), then the training demo: an
-# MLP trained data-parallel on Fashion-MNIST by 4 ranks (DDP over Loom).
+# ran and the share of the memory-traffic bound: --algo-column, --mem-bound 1),
+# then the training demo: an MLP trained data-parallel on Fashion-MNIST by 4
+# ranks (DDP over Loom).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh

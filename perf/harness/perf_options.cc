@@ -61,6 +61,8 @@ constexpr const char* kUsage =
     "  --memcpy-baseline       device buffers: also time a device-to-device cudaMemcpyAsync of each\n"
     "                          size (rank 0's GPU, alone) and print the out-of-place algbw as a share\n"
     "                          of that copy's bandwidth\n"
+    "  -N -p -y -C -S -R -D -u -I -K  nccl-tests' flags for what Loom's tools do not have:\n"
+    "                          accepted with the value that leaves it off (-N 1, the others 0)\n"
     "  -h,--help               this text\n"
     "  --version               print the tool's version\n";
 
@@ -112,6 +114,26 @@ constexpr int kVersionFlag = 260;
 constexpr int kMemBoundFlag = 261;
 constexpr int kLoomJsonFlag = 262;
 constexpr int kAlgoColumnFlag = 263;
+
+// nccl-tests' flags for features Loom's tools do not have: accepted with the
+// value that leaves the feature off (so that scripts passing it run), refused
+// with any other.
+struct UnsupportedFlag {
+  char letter;
+  const char* name;
+  const char* offValue;
+};
+constexpr UnsupportedFlag kUnsupported[] = {
+    {'N', "run_cycles", "1"},   {'p', "parallel_init", "0"},       {'y', "stream_null", "0"},
+    {'C', "report_cputime", "0"}, {'S', "report_timestamps", "0"}, {'R', "local_register", "0"},
+    {'D', "device_implementation", "0"}, {'u', "unalign", "0"},    {'I', "per_iter_timing", "0"},
+    {'K', "per_iter_skip", "0"}};
+
+const UnsupportedFlag* unsupportedFlag(int flag) {
+  for (const UnsupportedFlag& u : kUnsupported)
+    if (u.letter == flag) return &u;
+  return nullptr;
+}
 
 // Applies one flag; false when its value is invalid.
 bool applyFlag(int flag, const char* value, PerfOptions* o) {
@@ -203,6 +225,11 @@ ParseOutcome parseOptions(int argc, char** argv, PerfOptions* options, bool quie
       {"algos", required_argument, nullptr, kAlgosFlag}, {"reps", required_argument, nullptr, kRepsFlag},
       {"cudagraph", required_argument, nullptr, 'G'}, {"host-mem", no_argument, nullptr, kHostMemFlag},
       {"memcpy-baseline", no_argument, nullptr, kMemcpyBaselineFlag},
+      {"run_cycles", required_argument, nullptr, 'N'}, {"parallel_init", required_argument, nullptr, 'p'},
+      {"stream_null", required_argument, nullptr, 'y'}, {"report_cputime", required_argument, nullptr, 'C'},
+      {"report_timestamps", required_argument, nullptr, 'S'}, {"local_register", required_argument, nullptr, 'R'},
+      {"device_implementation", required_argument, nullptr, 'D'}, {"unalign", required_argument, nullptr, 'u'},
+      {"per_iter_timing", required_argument, nullptr, 'I'}, {"per_iter_skip", required_argument, nullptr, 'K'},
       {"help", no_argument, nullptr, 'h'},
       {"version", no_argument, nullptr, kVersionFlag},
       {nullptr, 0, nullptr, 0}};
@@ -215,7 +242,7 @@ ParseOutcome parseOptions(int argc, char** argv, PerfOptions* options, bool quie
   opterr = 0;  // getopt's own messages would not name the value
   optind = 1;
   int flag = 0;
-  while ((flag = getopt_long(argc, argv, ":t:g:b:e:i:f:n:w:m:c:o:d:r:z:a:T:J:M:G:h", kLong, nullptr)) != -1) {
+  while ((flag = getopt_long(argc, argv, ":t:g:b:e:i:f:n:w:m:c:o:d:r:z:a:T:J:M:G:N:p:y:C:S:R:D:u:I:K:h", kLong, nullptr)) != -1) {
     if (flag == 'h') {
       if (!quiet) std::printf(kUsage, tool);
       return ParseOutcome::kHelp;
@@ -229,6 +256,11 @@ ParseOutcome parseOptions(int argc, char** argv, PerfOptions* options, bool quie
       const std::string what = flag == '?' ? "unknown option " : "missing value for option ";
       const bool shortFlag = optopt > 0 && optopt < 256;  // long-only flags report their code, not a char
       return reject(what + (shortFlag ? std::string("-") + static_cast<char>(optopt) : std::string(argv[optind - 1])));
+    }
+    if (const UnsupportedFlag* u = unsupportedFlag(flag)) {
+      if (std::strcmp(optarg, u->offValue) == 0) continue;
+      return reject(std::string("-") + u->letter + " " + optarg + ": nccl-tests' --" + u->name +
+                    " is not available in Loom's perf tools (only -" + u->letter + " " + u->offValue + ", off)");
     }
     if (flag == kAlgosFlag) {
       std::string why;

@@ -259,6 +259,10 @@ TEST(OptionsTest, ParsesEveryFlag) {
   EXPECT_TRUE(nccl.memoryReport);
   EXPECT_TRUE(nccl.blocking);
   EXPECT_EQ(nccl.memoryBound, 0);
+  // nccl-tests' flags for features Loom lacks: accepted when off, refused otherwise.
+  PerfOptions off;
+  EXPECT_EQ(parse({"-N", "1", "-p", "0", "-S", "0", "--unalign", "0", "-I", "0"}, &off), ParseOutcome::kRun);
+  for (const char* on : {"-N", "-p", "-S", "-u", "-I", "-R"}) EXPECT_EQ(parse({on, "2"}, &off), ParseOutcome::kError) << on;
   PerfOptions loom;
   ASSERT_EQ(parse({"--mem-bound", "1", "--algo-column", "--loom-json", "l.json"}, &loom), ParseOutcome::kRun);
   EXPECT_EQ(loom.memoryBound, 1);
