@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -163,6 +164,16 @@ void config(JsonWriter& w, const NcclJsonReport& r) {
 
 }  // namespace
 
+std::string redactedVariable(const std::string& entry) {
+  const size_t equals = entry.find('=');
+  std::string name = entry.substr(0, equals);
+  for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  for (const char* secret : {"SECRET", "TOKEN", "PASSWORD", "PASSWD", "CREDENTIAL", "KEY"})
+    if (equals != std::string::npos && name.find(secret) != std::string::npos)
+      return entry.substr(0, equals) + "=<redacted>";
+  return entry;
+}
+
 std::string jsonString(const std::string& text) {
   std::string out = "\"";
   for (const char c : text) {
@@ -228,7 +239,7 @@ bool writeNcclJson(FILE* f, const NcclJsonReport& r) {
   w.endList();
   w.key("env");
   w.beginList();
-  for (char** e = environ; e && *e; ++e) w.string(*e);
+  for (char** e = environ; e && *e; ++e) w.string(redactedVariable(*e));
   w.endList();
   w.key("nccl_version");
   w.integer(r.libraryVersion);

@@ -41,6 +41,12 @@ FILE* createNcclJson(const std::string& path, FILE* log);
 // stderr) when a write fails.
 bool writeNcclJson(FILE* file, const NcclJsonReport& report);
 
+// "NAME=value" as the JSON's "env" records it: the value replaced by
+// "<redacted>" when the name says it holds a secret (SECRET, TOKEN, PASSWORD,
+// PASSWD, CREDENTIAL, KEY; LOOM_JOB_SECRET among them), so that a results
+// file can be shared. nccl-tests records every value.
+std::string redactedVariable(const std::string& entry);
+
 // `text` as a JSON string literal, quotes included (control characters and
 // non-ASCII bytes escaped, so that any environment stays valid JSON).
 std::string jsonString(const std::string& text);

@@ -14,7 +14,8 @@ text and the column layout must be nccl-tests' own:
 Loom's own notes may appear only as "# " lines right after the device lines.
 With --json the tool also runs with -J into a scratch folder, twice: the
 first file must have nccl-tests' JSON schema (keys, nesting, types) and
-hold the printed rows, and the second run must pick the name FILE.0.
+hold the printed rows (and no secret from the environment), and the second
+run must pick the name FILE.0.
 """
 import json
 import os
@@ -114,6 +115,10 @@ def check_json(path, printed_rows):
         for value, printed in ((r["out_of_place"]["time"], row[5]), (r["in_place"]["time"], row[9])):
             if abs(value - float(printed)) > max(0.01, 0.01 * float(printed)):
                 fail(f"JSON time {value} is not the printed {printed}")
+    for entry in doc["env"]:
+        name, _, value = entry.partition("=")
+        if "SECRET" in name.upper() and value != "<redacted>":
+            fail(f"JSON env records the secret {name}")
     if doc["out_of_bounds"] != {"count": 0, "okay": "true"}:
         fail(f"JSON out_of_bounds {doc['out_of_bounds']}")
     if set(doc["average_bus_bandwidth"]) != {"bandwidth", "okay"} or doc["errors"] != []:

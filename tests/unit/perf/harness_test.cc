@@ -477,6 +477,15 @@ TEST(NcclJsonTest, StringsStayValidJson) {
   EXPECT_EQ(jsonString("x\ny\tz\x01\xc3"), "\"x\\ny\\tz\\u0001\\u00c3\"");
 }
 
+TEST(NcclJsonTest, SecretsAreNotRecorded) {
+  EXPECT_EQ(redactedVariable("LOOM_JOB_SECRET=abc"), "LOOM_JOB_SECRET=<redacted>");
+  EXPECT_EQ(redactedVariable("hf_token=x=y"), "hf_token=<redacted>");
+  EXPECT_EQ(redactedVariable("AWS_SECRET_ACCESS_KEY="), "AWS_SECRET_ACCESS_KEY=<redacted>");
+  EXPECT_EQ(redactedVariable("PATH=/usr/bin"), "PATH=/usr/bin");
+  EXPECT_EQ(redactedVariable("NCCL_DEBUG=INFO"), "NCCL_DEBUG=INFO");
+  EXPECT_EQ(redactedVariable("ODD"), "ODD");
+}
+
 // Like nccl-tests, -J never overwrites: an existing name gets .0, .1, ...
 TEST(NcclJsonTest, NeverOverwritesAFile) {
   char dir[] = "/tmp/loom_nccl_json_XXXXXX";
