@@ -226,8 +226,8 @@ int loomPerfMain(int argc, char** argv, const LoomCollective& collective) {
         if (memory.device)
           gpu = std::make_unique<RankDevice>(rank, deviceOf(place.localProcess, t, g, options, devices.count));
         LoomExecutor executor(collective, place.id, rank, nranks, options.blocking, gpu.get());
-        outcomes[local] = runSweep(options, collective.shape, executor, SweepIdentity{"loom", "host memory", local, versions, memory.note},
-                                   gpu.get());
+        const SweepIdentity identity{"loom", "host memory", local, versions, memory.note};
+        outcomes[local] = runSweep(options, collective.shape, executor, identity, gpu.get());
       });
     }
   for (std::thread& thread : threads) thread.join();

@@ -220,7 +220,8 @@ ParseOutcome parseOptions(int argc, char** argv, PerfOptions* options, bool quie
       {"root", required_argument, nullptr, 'r'},      {"blocking", required_argument, nullptr, 'z'},
       {"average", required_argument, nullptr, 'a'},   {"timeout", required_argument, nullptr, 'T'},
       {"output_file", required_argument, nullptr, 'J'}, {"memory", required_argument, nullptr, 'M'},
-      {"mem-bound", required_argument, nullptr, kMemBoundFlag}, {"loom-json", required_argument, nullptr, kLoomJsonFlag},
+      {"mem-bound", required_argument, nullptr, kMemBoundFlag},
+      {"loom-json", required_argument, nullptr, kLoomJsonFlag},
       {"algo-column", no_argument, nullptr, kAlgoColumnFlag},
       {"algos", required_argument, nullptr, kAlgosFlag}, {"reps", required_argument, nullptr, kRepsFlag},
       {"cudagraph", required_argument, nullptr, 'G'}, {"host-mem", no_argument, nullptr, kHostMemFlag},
@@ -242,7 +243,8 @@ ParseOutcome parseOptions(int argc, char** argv, PerfOptions* options, bool quie
   opterr = 0;  // getopt's own messages would not name the value
   optind = 1;
   int flag = 0;
-  while ((flag = getopt_long(argc, argv, ":t:g:b:e:i:f:n:w:m:c:o:d:r:z:a:T:J:M:G:N:p:y:C:S:R:D:u:I:K:h", kLong, nullptr)) != -1) {
+  constexpr const char* kShort = ":t:g:b:e:i:f:n:w:m:c:o:d:r:z:a:T:J:M:G:N:p:y:C:S:R:D:u:I:K:h";
+  while ((flag = getopt_long(argc, argv, kShort, kLong, nullptr)) != -1) {
     if (flag == 'h') {
       if (!quiet) std::printf(kUsage, tool);
       return ParseOutcome::kHelp;

@@ -423,7 +423,8 @@ SweepOutcome runSweep(const PerfOptions& options, const CollectiveShape& shape, 
                 " back to back; copybw = size / time; %%copy = out-of-place algbw / copybw\n",
                 options.warmupIters, options.iters);
   if (printing)
-    printTableHeader(stdout, ExtraColumns{stream.bytesPerSecond > 0, options.memcpyBaseline && gpu, options.algoColumn});
+    printTableHeader(stdout,
+                     ExtraColumns{stream.bytesPerSecond > 0, options.memcpyBaseline && gpu, options.algoColumn});
   Sweep sweep(options, shape, executor, stream.bytesPerSecond, gpu);
   const std::vector<loomRedOp_t> ops = shape.usesOp ? options.ops : std::vector<loomRedOp_t>{loomNumOps};
   for (loomDataType_t type : options.types)
