@@ -1,6 +1,6 @@
 #!/bin/sh
-# Runs a perf tool and checks which memory its buffers were in, as its first
-# line and its "# Using devices" lines say.
+# Runs a perf tool and checks which memory its buffers were in, as its note
+# (after the device lines) and its "# Using devices" lines say.
 #
 # Usage: check_memory.sh MODE TOOL_COMMAND...
 #   host      the command (given --host-mem) ran on host buffers: "# --host-mem" line, [cpu] devices
