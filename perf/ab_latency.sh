@@ -24,7 +24,7 @@ done
 
 one_run() {  # build -> the out-of-place time in us
   "$1/bin/loomrun" -n "$nranks" --no-tag-output "$1/bin/all_reduce_perf" -b "$size" -e "$size" -z 1 \
-    -n "$iters" -w "$warmup" -c 0 -M 0 | awk -v s="$size" '!/^#/ && $1 == s {print $6; exit}'
+    -n "$iters" -w "$warmup" -c 0 | awk -v s="$size" '!/^#/ && $1 == s {print $6; exit}'
 }
 
 for ((round = 1; round <= rounds; ++round)); do

@@ -14,8 +14,8 @@
 # The sweep is -b 8 -e 64M -f 4 (8 B .. 32 MiB) plus a run at exactly 64 MiB,
 # since 64 MiB is not a power of 4 times 8. The first repetition checks every
 # result (-c 1); the others only time (-c 0).
-# Each run also measures the host's stream bandwidth (all_reduce_perf's -M, on
-# by default) and prints, per size >= 1 MiB, the share of the memory-traffic
+# Each run also measures the host's stream bandwidth (all_reduce_perf's
+# --mem-bound 1) and prints, per size >= 1 MiB, the share of the memory-traffic
 # bound achieved ((3n-1) x size / stream bandwidth / time; perf/README.md);
 # the table shows its median, and Loom's algorithm column.
 #
@@ -101,9 +101,15 @@ run_tool() {
   shift 3
   [[ $rep -eq 1 ]] && check=1
   # -z 1: blocking calls on Loom's NULL stream, like MPI_Allreduce.
-  local launcher=("$bin/loomrun" -n "$n" --no-tag-output "$bin/all_reduce_perf" -z 1)
-  [[ $library == mpi ]] && launcher=("${mpirun_cmd[@]}" -np "$n" "$bin/mpi_all_reduce_perf")
-  [[ $library == before ]] && launcher=("$before_bin/loomrun" -n "$n" --no-tag-output "$before_bin/all_reduce_perf" -z 1)
+  # --mem-bound 1 --algo-column: the bound share and the algorithm after nccl-tests' columns.
+  local extra=(--mem-bound 1 --algo-column)
+  local launcher=("$bin/loomrun" -n "$n" --no-tag-output "$bin/all_reduce_perf" -z 1 "${extra[@]}")
+  [[ $library == mpi ]] && launcher=("${mpirun_cmd[@]}" -np "$n" "$bin/mpi_all_reduce_perf" "${extra[@]}")
+  if [[ $library == before ]]; then
+    # A build from before these flags prints both columns by default.
+    "$before_bin/all_reduce_perf" -h | grep -q -- --mem-bound || extra=()
+    launcher=("$before_bin/loomrun" -n "$n" --no-tag-output "$before_bin/all_reduce_perf" -z 1 "${extra[@]}")
+  fi
   # Sizes up to 8 KiB get their own run with many more warm-up and timed
   # calls: both libraries set connections up lazily, and with -w 5 the first
   # row of a run still measures that (Open MPI's 8 B: 1.7 us at -w 5, 0.55 us

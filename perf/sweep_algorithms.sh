@@ -32,7 +32,7 @@
 # that the algorithm ran (LOOM_ALGO falls back to one that can run the call
 # where the forced one does not apply, and ignores names it does not know); a
 # forced algorithm that never ran gets a note. Runs that reach 1 MiB also
-# measure the host's stream bandwidth (all_reduce_perf -M 1) and the table
+# measure the host's stream bandwidth (all_reduce_perf --mem-bound 1) and the table
 # shows auto's share of the memory-traffic bound, (3n-1) x size / stream
 # bandwidth / time (see perf/README.md).
 set -euo pipefail
@@ -146,7 +146,7 @@ run_series() {
     ((last >= 1 << 20)) && bound=1
     k=$((k + 1))
     if ! timeout "$run_timeout" "${env[@]}" "${launcher[@]}" -b "$first" -e "$last" -f "$factor" -n "$iters" \
-        -w "$warmup" -c "$check" -d "$dtype" -o "$op" -a 1 -M "$bound" </dev/null >"$log" 2>&1; then
+        -w "$warmup" -c "$check" -d "$dtype" -o "$op" -a 1 --mem-bound "$bound" --algo-column </dev/null >"$log" 2>&1; then
       echo "# note: $series with $n ranks failed on $first..$last B (repetition $rep); its last lines:" >&2
       tail -5 "$log" | sed 's/^/#   /' >&2
       return 1

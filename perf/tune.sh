@@ -70,7 +70,7 @@ sweep() {
   local coll=$1 algo=$2 proto=$3 n=$4 lo=$5 hi=$6 iters=$7 warm=$8
   (( lo <= hi )) || return 0
   LOOM_ALGO=$algo LOOM_PROTO=$proto "$bin/loomrun" -n "$n" "$bin/${coll}_perf" \
-      -b "$lo" -e "$hi" -f 2 -n "$iters" -w "$warm" -c 0 -M 0 |
+      -b "$lo" -e "$hi" -f 2 -n "$iters" -w "$warm" -c 0 --algo-column |
     awk -v c="$coll" -v a="$algo" -v p="$proto" -v n="$n" '
       { sub(/^\[[0-9]+\] */, "") }
       /^#/ && / size / && / count / && / time / {           # header: where the times (and algo) are

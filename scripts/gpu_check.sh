@@ -167,7 +167,7 @@ if ((gpu_test_steps > 0 && gpu_test_skips == gpu_test_steps)); then
 fi
 
 # 3. The sweep beside cudaMemcpy.
-sweep=(.gpu/bin/all_reduce_perf -b 8 -e 128M -f 4 --memcpy-baseline -T "$LOOM_TIMEOUT")
+sweep=(.gpu/bin/all_reduce_perf -b 8 -e 128M -f 4 --memcpy-baseline --algo-column -T "$LOOM_TIMEOUT")
 step allreduce_1rank "$sweep_timeout" sweep "${sweep[@]}"
 for n in 2 4; do
   step "allreduce_${n}ranks" "$sweep_timeout" sweep "${sweep[@]}" -t "$n" ||

@@ -49,11 +49,13 @@ RankDevice::RankDevice(int rank, int device) : rank_(rank), device_(device) {
   cudaStream_t stream = nullptr;
   LOOM_PERF_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   stream_ = stream;
-  char bus[32] = "?";
-  if (cudaDeviceGetPCIBusId(bus, sizeof bus, device) != cudaSuccess) cudaGetLastError();
   cudaDeviceProp properties{};
   LOOM_PERF_CUDA(cudaGetDeviceProperties(&properties, device));
-  description_ = std::string("[") + bus + "] " + properties.name;
+  // nccl-tests' form: [domain:bus:device], then the name.
+  char bus[32];
+  std::snprintf(bus, sizeof bus, "[%04x:%02x:%02x] ", static_cast<unsigned>(properties.pciDomainID),
+                static_cast<unsigned>(properties.pciBusID), static_cast<unsigned>(properties.pciDeviceID));
+  description_ = bus + std::string(properties.name);
 }
 
 RankDevice::~RankDevice() {

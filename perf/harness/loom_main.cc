@@ -9,6 +9,7 @@
 
 #include "perf/harness/algo_compare.h"
 #include "perf/harness/device_buffers.h"
+#include "perf/harness/memory_usage.h"
 #include "perf/harness/perf_options.h"
 #include "perf/harness/rank_layout.h"
 #include "perf/harness/sweep.h"
@@ -174,6 +175,7 @@ void readProcessPlace(const char* tool, ProcessPlace* place) {
 }  // namespace
 
 int loomPerfMain(int argc, char** argv, const LoomCollective& collective) {
+  noteStartOfRun();  // -M's "Initialization" counts from here
   PerfOptions options;
   switch (parseOptions(argc, argv, &options)) {
     case ParseOutcome::kHelp: return 0;
@@ -197,13 +199,17 @@ int loomPerfMain(int argc, char** argv, const LoomCollective& collective) {
     if (place.process == 0) std::fprintf(stderr, "%s: %s\n", argv[0], memory.error.c_str());
     return 2;
   }
-  if (place.process == 0) {
-    std::printf("%s\n", memory.note.c_str());
-    std::fflush(stdout);
-  }
-
-  if (!options.algos.empty())
+  if (!options.algos.empty()) {
+    if (place.process == 0) {
+      std::printf("%s\n", memory.note.c_str());
+      std::fflush(stdout);
+    }
     return runAlgoComparison(options, collective, place.id, place.process * options.threads, options.threads, nranks);
+  }
+  // nccl-tests' first header line names the headers' and the library's versions.
+  int libraryVersion = 0;
+  if (loomGetVersion(&libraryVersion) != loomSuccess) libraryVersion = 0;
+  const HeaderVersions versions{LOOM_VERSION_CODE, libraryVersion};
 
   // One thread per rank: -t threads x -g ranks each (nccl-tests drives a
   // thread's -g GPUs from that one thread; here each has its own, which
@@ -220,15 +226,15 @@ int loomPerfMain(int argc, char** argv, const LoomCollective& collective) {
         if (memory.device)
           gpu = std::make_unique<RankDevice>(rank, deviceOf(place.localProcess, t, g, options, devices.count));
         LoomExecutor executor(collective, place.id, rank, nranks, options.blocking, gpu.get());
-        outcomes[local] = runSweep(options, collective.shape, executor, SweepIdentity{"loom", "host memory", local},
-                                   gpu.get());
+        const SweepIdentity identity{"loom", "host memory", local, versions, memory.note};
+        outcomes[local] = runSweep(options, collective.shape, executor, identity, gpu.get());
       });
     }
   for (std::thread& thread : threads) thread.join();
 
   int status = 0;
   for (const SweepOutcome& o : outcomes)
-    if (o.wrong != 0 || o.outOfBounds != 0 || !o.reportWritten) status = 1;
+    if (o.wrong != 0 || o.outOfBounds != 0 || !o.reportWritten || o.belowMinBusBw) status = 1;
   return status;
 }
 

@@ -29,18 +29,25 @@ constexpr const char* kUsage =
     "  -n,--iters <n>          timed iterations (default 20)\n"
     "  -w,--warmup_iters <n>   warm-up iterations before each measurement (default 5)\n"
     "  -m,--agg_iters <n>      operations aggregated per iteration in a group (default 1)\n"
-    "  -c,--check <0|1>        check results (default 1)\n"
+    "  -c,--check <n>          check n calls per size and placement, each on fresh inputs\n"
+    "                          (default 1; 0: no check, #wrong shows N/A)\n"
     "  -o,--op <op>            sum|prod|min|max|avg|all (default sum)\n"
     "  -d,--datatype <type>    int8|uint8|int32|uint32|int64|uint64|half|float|double|bfloat16|all\n"
     "                          (default float)\n"
     "  -r,--root <rank>        root of broadcast and reduce (default 0)\n"
-    "  -z,--blocking <0|1>     blocking collectives: host buffers: NULL stream, each call returns when\n"
-    "                          done; device buffers: a stream synchronize after each call (default 0)\n"
+    "  -z,--blocking <0|1|2>   blocking collectives: host buffers: NULL stream, each call returns when\n"
+    "                          done; device buffers: a stream synchronize after each call; no barrier,\n"
+    "                          so 1 and 2 are the same (default 0)\n"
     "  -a,--average <0..3>     time reported: 0 rank 0, 1 average, 2 min, 3 max (default 1)\n"
     "  -T,--timeout <seconds>  fail any wait longer than this (sets LOOM_TIMEOUT)\n"
-    "  -J,--output_file <file> also write the results as JSON\n"
-    "  -M,--membound <0|1>     measure the host's stream bandwidth and print each size's share of\n"
-    "                          the memory-traffic bound (default 1 where defined: all-reduce)\n"
+    "  -J,--output_file <file> also write the results as nccl-tests' JSON (a free name: file.0,\n"
+    "                          file.1, ... when file exists)\n"
+    "  -M,--memory <0|1>       print the memory-usage line after the footer (default 0)\n"
+    "  --loom-json <file>      also write the results as Loom's own JSON (algorithm, bound share)\n"
+    "  --mem-bound <0|1>       measure the host's stream bandwidth and print each size's share of\n"
+    "                          the memory-traffic bound in two added columns (all-reduce, host\n"
+    "                          buffers; default 0)\n"
+    "  --algo-column           add a last column naming the algorithm that ran (as Loom reports it)\n"
     "  --algos <list>          compare algorithms in one run instead of the table above: one\n"
     "                          communicator per name (LOOM_ALGO set to it; auto: unset), measured\n"
     "                          interleaved at each size (names: ring,tree,hd,rd,oneshot,chain,\n"
@@ -54,6 +61,8 @@ constexpr const char* kUsage =
     "  --memcpy-baseline       device buffers: also time a device-to-device cudaMemcpyAsync of each\n"
     "                          size (rank 0's GPU, alone) and print the out-of-place algbw as a share\n"
     "                          of that copy's bandwidth\n"
+    "  -N -p -y -C -S -R -D -u -I -K  nccl-tests' flags for what Loom's tools do not have:\n"
+    "                          accepted with the value that leaves it off (-N 1, the others 0)\n"
     "  -h,--help               this text\n"
     "  --version               print the tool's version\n";
 
@@ -102,6 +111,29 @@ constexpr int kRepsFlag = 257;
 constexpr int kHostMemFlag = 258;
 constexpr int kMemcpyBaselineFlag = 259;
 constexpr int kVersionFlag = 260;
+constexpr int kMemBoundFlag = 261;
+constexpr int kLoomJsonFlag = 262;
+constexpr int kAlgoColumnFlag = 263;
+
+// nccl-tests' flags for features Loom's tools do not have: accepted with the
+// value that leaves the feature off (so that scripts passing it run), refused
+// with any other.
+struct UnsupportedFlag {
+  char letter;
+  const char* name;
+  const char* offValue;
+};
+constexpr UnsupportedFlag kUnsupported[] = {
+    {'N', "run_cycles", "1"},   {'p', "parallel_init", "0"},       {'y', "stream_null", "0"},
+    {'C', "report_cputime", "0"}, {'S', "report_timestamps", "0"}, {'R', "local_register", "0"},
+    {'D', "device_implementation", "0"}, {'u', "unalign", "0"},    {'I', "per_iter_timing", "0"},
+    {'K', "per_iter_skip", "0"}};
+
+const UnsupportedFlag* unsupportedFlag(int flag) {
+  for (const UnsupportedFlag& u : kUnsupported)
+    if (u.letter == flag) return &u;
+  return nullptr;
+}
 
 // Applies one flag; false when its value is invalid.
 bool applyFlag(int flag, const char* value, PerfOptions* o) {
@@ -118,11 +150,11 @@ bool applyFlag(int flag, const char* value, PerfOptions* o) {
     case 'n': return parseInt(value, 1, kMaxInt, &o->iters);
     case 'w': return parseInt(value, 0, kMaxInt, &o->warmupIters);
     case 'm': return parseInt(value, 1, 1 << 20, &o->aggIters);
-    case 'c': if (!parseInt(value, 0, 1, &v)) return false; o->check = v; return true;
+    case 'c': return parseInt(value, 0, 1 << 20, &o->check);
     case 'o': return parseOps(value, &o->ops);
     case 'd': return parseTypes(value, &o->types);
     case 'r': return parseInt(value, 0, kMaxInt, &o->root);
-    case 'z': if (!parseInt(value, 0, 1, &v)) return false; o->blocking = v; return true;
+    case 'z': if (!parseInt(value, 0, 2, &v)) return false; o->blocking = v != 0; return true;
     case 'a': if (!parseInt(value, 0, 3, &v)) return false; o->combine = static_cast<TimeCombine>(v); return true;
     case 'T': {
       char* end = nullptr;
@@ -130,7 +162,9 @@ bool applyFlag(int flag, const char* value, PerfOptions* o) {
       return end != value && *end == '\0' && o->timeoutSeconds > 0;
     }
     case 'J': o->jsonPath = value; return !o->jsonPath.empty();
-    case 'M': return parseInt(value, 0, 1, &o->memoryBound);
+    case 'M': if (!parseInt(value, 0, 1, &v)) return false; o->memoryReport = v; return true;
+    case kMemBoundFlag: return parseInt(value, 0, 1, &o->memoryBound);
+    case kLoomJsonFlag: o->loomJsonPath = value; return !o->loomJsonPath.empty();
     case kRepsFlag: return parseInt(value, 1, 1 << 20, &o->algoReps);
     default: return false;
   }
@@ -185,14 +219,23 @@ ParseOutcome parseOptions(int argc, char** argv, PerfOptions* options, bool quie
       {"op", required_argument, nullptr, 'o'},        {"datatype", required_argument, nullptr, 'd'},
       {"root", required_argument, nullptr, 'r'},      {"blocking", required_argument, nullptr, 'z'},
       {"average", required_argument, nullptr, 'a'},   {"timeout", required_argument, nullptr, 'T'},
-      {"output_file", required_argument, nullptr, 'J'}, {"membound", required_argument, nullptr, 'M'},
+      {"output_file", required_argument, nullptr, 'J'}, {"memory", required_argument, nullptr, 'M'},
+      {"mem-bound", required_argument, nullptr, kMemBoundFlag},
+      {"loom-json", required_argument, nullptr, kLoomJsonFlag},
+      {"algo-column", no_argument, nullptr, kAlgoColumnFlag},
       {"algos", required_argument, nullptr, kAlgosFlag}, {"reps", required_argument, nullptr, kRepsFlag},
       {"cudagraph", required_argument, nullptr, 'G'}, {"host-mem", no_argument, nullptr, kHostMemFlag},
       {"memcpy-baseline", no_argument, nullptr, kMemcpyBaselineFlag},
+      {"run_cycles", required_argument, nullptr, 'N'}, {"parallel_init", required_argument, nullptr, 'p'},
+      {"stream_null", required_argument, nullptr, 'y'}, {"report_cputime", required_argument, nullptr, 'C'},
+      {"report_timestamps", required_argument, nullptr, 'S'}, {"local_register", required_argument, nullptr, 'R'},
+      {"device_implementation", required_argument, nullptr, 'D'}, {"unalign", required_argument, nullptr, 'u'},
+      {"per_iter_timing", required_argument, nullptr, 'I'}, {"per_iter_skip", required_argument, nullptr, 'K'},
       {"help", no_argument, nullptr, 'h'},
       {"version", no_argument, nullptr, kVersionFlag},
       {nullptr, 0, nullptr, 0}};
   const char* tool = argc > 0 ? argv[0] : "perf";
+  options->commandLine.assign(argv, argv + argc);
   auto reject = [&](const std::string& why) {
     if (!quiet) std::fprintf(stderr, "%s: %s (see -h)\n", tool, why.c_str());
     return ParseOutcome::kError;
@@ -200,7 +243,8 @@ ParseOutcome parseOptions(int argc, char** argv, PerfOptions* options, bool quie
   opterr = 0;  // getopt's own messages would not name the value
   optind = 1;
   int flag = 0;
-  while ((flag = getopt_long(argc, argv, ":t:g:b:e:i:f:n:w:m:c:o:d:r:z:a:T:J:M:G:h", kLong, nullptr)) != -1) {
+  constexpr const char* kShort = ":t:g:b:e:i:f:n:w:m:c:o:d:r:z:a:T:J:M:G:N:p:y:C:S:R:D:u:I:K:h";
+  while ((flag = getopt_long(argc, argv, kShort, kLong, nullptr)) != -1) {
     if (flag == 'h') {
       if (!quiet) std::printf(kUsage, tool);
       return ParseOutcome::kHelp;
@@ -215,18 +259,27 @@ ParseOutcome parseOptions(int argc, char** argv, PerfOptions* options, bool quie
       const bool shortFlag = optopt > 0 && optopt < 256;  // long-only flags report their code, not a char
       return reject(what + (shortFlag ? std::string("-") + static_cast<char>(optopt) : std::string(argv[optind - 1])));
     }
+    if (const UnsupportedFlag* u = unsupportedFlag(flag)) {
+      if (std::strcmp(optarg, u->offValue) == 0) continue;
+      return reject(std::string("-") + u->letter + " " + optarg + ": nccl-tests' --" + u->name +
+                    " is not available in Loom's perf tools (only -" + u->letter + " " + u->offValue + ", off)");
+    }
     if (flag == kAlgosFlag) {
       std::string why;
       if (!parseAlgoList(optarg, &options->algos, &why)) return reject("--algos '" + std::string(optarg) + "': " + why);
       continue;
     }
-    if (flag == kHostMemFlag || flag == kMemcpyBaselineFlag) {
-      (flag == kHostMemFlag ? options->hostMemory : options->memcpyBaseline) = true;
+    if (flag == kHostMemFlag || flag == kMemcpyBaselineFlag || flag == kAlgoColumnFlag) {
+      (flag == kHostMemFlag ? options->hostMemory
+       : flag == kMemcpyBaselineFlag ? options->memcpyBaseline : options->algoColumn) = true;
       continue;
     }
     if (!applyFlag(flag, optarg, options))
       return reject(std::string("invalid value '") + optarg + "' for " +
-                    (flag == kRepsFlag ? std::string("--reps") : std::string("-") + static_cast<char>(flag)));
+                    (flag == kRepsFlag ? std::string("--reps")
+                     : flag == kMemBoundFlag ? std::string("--mem-bound")
+                     : flag == kLoomJsonFlag ? std::string("--loom-json")
+                     : std::string("-") + static_cast<char>(flag)));
   }
   if (optind < argc) return reject(std::string("unexpected argument '") + argv[optind] + "'");
   const std::string why = inconsistency(*options);

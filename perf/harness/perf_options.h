@@ -23,18 +23,27 @@ struct PerfOptions {
   int iters = 20;                       // -n: timed iterations
   int warmupIters = 5;                  // -w: untimed iterations before each measurement
   int aggIters = 1;                     // -m: operations per iteration, grouped
-  bool check = true;                    // -c
+  // -c: checked calls per size and placement, each on fresh inputs after the
+  // timed ones (nccl-tests' check iteration count); 0: no check (#wrong N/A).
+  int check = 1;
   std::vector<loomRedOp_t> ops{loomSum};        // -o
   std::vector<loomDataType_t> types{loomFloat32};  // -d
   int root = 0;                         // -r
-  bool blocking = false;                // -z: blocking collectives (NULL stream)
+  // -z: blocking collectives (NULL stream); 1 and 2 (nccl-tests' "no barrier"
+  // form, which is what Loom does for both) are the same here.
+  bool blocking = false;
   TimeCombine combine = TimeCombine::kAverage;  // -a
   double timeoutSeconds = 0;            // -T: exported as LOOM_TIMEOUT when > 0
-  std::string jsonPath;                 // -J
-  // -M: measure the stream bandwidth and print each size's share of the
-  // memory-traffic bound (memory_bound.h). -1: on where the collective
-  // defines its traffic (all-reduce), 0: off, 1: asked for explicitly.
-  int memoryBound = -1;
+  std::string jsonPath;                 // -J: nccl-tests' JSON (nccl_json.h)
+  std::string loomJsonPath;             // --loom-json: Loom's own JSON (report.h)
+  bool memoryReport = false;            // -M: nccl-tests' memory-usage line after the footer
+  // --mem-bound: measure the stream bandwidth and print each size's share of
+  // the memory-traffic bound (memory_bound.h) in two added columns. 0: off,
+  // 1: on (all-reduce on host buffers only; elsewhere a note says why not).
+  int memoryBound = 0;
+  // --algo-column: add the column naming the algorithm that ran. Off by
+  // default so that the table is nccl-tests' own, byte for byte.
+  bool algoColumn = false;
   // --algos: compare these algorithms in one run (algo_compare.h) instead of
   // the nccl-tests table; "auto" is Loom's own choice. Empty: the normal sweep.
   std::vector<std::string> algos;
@@ -47,6 +56,8 @@ struct PerfOptions {
   // --memcpy-baseline: time a device-to-device cudaMemcpyAsync of each size
   // in the same run and print the collective's bandwidth as a share of it.
   bool memcpyBaseline = false;
+  // argv as given (nccl-tests' JSON records it).
+  std::vector<std::string> commandLine;
 };
 
 enum class ParseOutcome { kRun, kHelp, kError };

@@ -13,6 +13,8 @@
 #include "perf/harness/datatypes.h"
 #include "perf/harness/device_buffers.h"
 #include "perf/harness/memory_bound.h"
+#include "perf/harness/memory_usage.h"
+#include "perf/harness/nccl_json.h"
 #include "perf/harness/report.h"
 
 namespace loom::perf {
@@ -235,27 +237,44 @@ class Sweep {
  public:
   Sweep(const PerfOptions& o, const CollectiveShape& shape, RankExecutor& executor, double streamBytesPerSecond,
         const RankDevice* gpu)
-      : capacity_(bufferBytes(o, shape, executor.nranks())),
+      : residentBeforeBuffers_(residentBytes()),
+        capacity_(bufferBytes(o, shape, executor.nranks())),
         send_(capacity_, gpu),
         recv_(capacity_, gpu),
         m_{o, shape, executor, send_, recv_},
         gpu_(gpu),
         printing_(executor.rank() == 0),
         streamBytesPerSecond_(streamBytesPerSecond),
-        trafficFactor_(streamBytesPerSecond > 0 ? shape.memTrafficFactor(executor.nranks()) : 0.0) {}
+        trafficFactor_(streamBytesPerSecond > 0 ? shape.memTrafficFactor(executor.nranks()) : 0.0),
+        residentAfterBuffers_(residentBytes()) {}
 
   void runSizes(loomDataType_t type, loomRedOp_t op, uint64_t seedBase) {
     const std::vector<size_t> sizes = sweepSizes(m_.options);
     for (size_t i = 0; i < sizes.size(); ++i) runSize(sizes[i], type, op, seedBase + 2 * i);
   }
 
-  SweepOutcome finish(const SweepIdentity& identity) {
-    SweepOutcome outcome{wrong_, outOfBounds_, true};
+  // Every rank calls this (the -M figures are the largest over ranks).
+  SweepOutcome finish(const SweepIdentity& identity, NcclJsonReport* json, FILE* jsonFile) {
+    SweepOutcome outcome{wrong_, outOfBounds_, true, false};
+    const MemoryUsage usage = m_.options.memoryReport ? memoryUsage() : MemoryUsage{};
     if (!printing_) return outcome;
+    const char* minBw = std::getenv("NCCL_TESTS_MIN_BW");
     RunSummary summary{m_.shape.toolName, identity.library, m_.executor.nranks(), streamBytesPerSecond_ / 1e9,
-                       outOfBounds_, wrong_, busBwCount_ ? busBwSum_ / busBwCount_ : 0.0};
+                       outOfBounds_, wrong_, busBwCount_ ? busBwSum_ / busBwCount_ : 0.0,
+                       minBw && *minBw ? std::atof(minBw) : -1.0};
+    outcome.belowMinBusBw = summary.minBusBw >= 0 && summary.avgBusBw < 0.9 * summary.minBusBw;
     printFooter(stdout, summary);
-    if (!m_.options.jsonPath.empty()) outcome.reportWritten = writeJson(m_.options.jsonPath, m_.options, rows_, summary);
+    if (m_.options.memoryReport) printMemoryUsage(stdout, usage.initialization, usage.userAllocated, usage.collective);
+    printEnd(stdout);
+    if (jsonFile) {
+      json->rows = rows_;
+      json->summary = summary;
+      outcome.reportWritten = writeNcclJson(jsonFile, *json);
+    } else if (!m_.options.jsonPath.empty()) {
+      outcome.reportWritten = false;  // createNcclJson said why
+    }
+    if (!m_.options.loomJsonPath.empty())
+      outcome.reportWritten = writeJson(m_.options.loomJsonPath, m_.options, rows_, summary) && outcome.reportWritten;
     return outcome;
   }
 
@@ -277,7 +296,8 @@ class Sweep {
       (inPlace ? row.inPlace : row.outOfPlace) = measure(p, data, row.bytes);
     }
     if (printing_) {
-      printRow(stdout, row, ExtraColumns{streamBytesPerSecond_ > 0, m_.options.memcpyBaseline && gpu_});
+      printRow(stdout, row, ExtraColumns{streamBytesPerSecond_ > 0, m_.options.memcpyBaseline && gpu_,
+                                         m_.options.algoColumn});
       rows_.push_back(row);
     }
   }
@@ -310,15 +330,41 @@ class Sweep {
     r.memShare = memoryBoundShare(trafficFactor_, bytes, seconds, streamBytesPerSecond_);
     busBwSum_ += r.busBw;
     ++busBwCount_;
-    if (m_.options.check) {
-      const CheckCounts counts = checkOperation(m_, p, data);
-      r.wrong = counts.wrong;
+    // -c N: N checked calls, each on inputs of its own seed.
+    if (m_.options.check > 0) r.wrong = 0;
+    for (int c = 0; c < m_.options.check; ++c) {
+      DataContext fresh = data;
+      fresh.spec.seed += static_cast<uint64_t>(c) << 24;
+      const CheckCounts counts = checkOperation(m_, p, fresh);
+      r.wrong += counts.wrong;
       wrong_ += counts.wrong;
       outOfBounds_ += counts.outOfBounds;
     }
     return r;
   }
 
+  struct MemoryUsage {
+    int64_t initialization = 0;
+    int64_t userAllocated = 0;
+    int64_t collective = 0;
+  };
+  // -M, in nccl-tests' three parts, each the largest over ranks: the
+  // process's resident growth from the start of the run to the buffers
+  // (communicator setup), this rank's two buffers, and the resident growth
+  // from the buffers to the end of the sweep (what the collectives kept).
+  MemoryUsage memoryUsage() {
+    const int64_t start = residentAtStartOfRun();
+    const auto largest = [&](int64_t v) {
+      return static_cast<int64_t>(m_.executor.allReduceDouble(static_cast<double>(std::max<int64_t>(v, 0)), loomMax));
+    };
+    MemoryUsage usage;
+    usage.initialization = largest(start > 0 ? residentBeforeBuffers_ - start : 0);
+    usage.userAllocated = largest(static_cast<int64_t>(2 * capacity_));
+    usage.collective = largest(residentBytes() - residentAfterBuffers_);
+    return usage;
+  }
+
+  int64_t residentBeforeBuffers_;
   size_t capacity_;
   SweepBuffer send_;
   SweepBuffer recv_;
@@ -332,6 +378,7 @@ class Sweep {
   int busBwCount_ = 0;
   double streamBytesPerSecond_;
   double trafficFactor_;
+  int64_t residentAfterBuffers_;
 };
 
 RankInfo describeRank(int rank, const SweepIdentity& identity, const RankDevice* gpu) {
@@ -350,31 +397,39 @@ RankInfo describeRank(int rank, const SweepIdentity& identity, const RankDevice*
 SweepOutcome runSweep(const PerfOptions& options, const CollectiveShape& shape, RankExecutor& executor,
                       const SweepIdentity& identity, const RankDevice* gpu) {
   const bool printing = executor.rank() == 0;
-  if (printing) printHeader(stdout, options);
+  NcclJsonReport json{&options, localTimeNow(), identity.versions.library, {}, {}, {}};
+  // nccl-tests says which file it writes before anything else.
+  FILE* jsonFile = printing && !options.jsonPath.empty() ? createNcclJson(options.jsonPath, stdout) : nullptr;
+  if (printing) printHeader(stdout, options, shape.toolName, identity.versions);
   const std::vector<RankInfo> ranks = executor.allGatherInfo(describeRank(executor.rank(), identity, gpu));
   if (printing) printDevices(stdout, ranks);
+  json.devices = ranks;
+  // Loom's own notes, as "#" lines between the devices and the table.
+  if (printing && !identity.note.empty()) std::printf("%s\n", identity.note.c_str());
   StreamBandwidth stream;
   if (gpu) {
     // The bound is about host memory; a device's own bound is its copy.
     if (printing && options.memoryBound == 1)
-      std::printf("# -M 1: the memory-traffic bound is measured in host memory; with device buffers"
-                  " --memcpy-baseline compares with the device's copy instead\n#\n");
-  } else if (options.memoryBound != 0 && shape.memTrafficFactor) {
+      std::printf("# --mem-bound 1: the memory-traffic bound is measured in host memory; with device buffers"
+                  " --memcpy-baseline compares with the device's copy instead\n");
+  } else if (options.memoryBound == 1 && shape.memTrafficFactor) {
     stream = measureStreamBandwidth(executor, streamBufferBytes(executor.nranks()));
     if (printing) printMemoryBound(stdout, stream, shape.memTrafficFactor(executor.nranks()), executor.nranks());
   } else if (printing && options.memoryBound == 1) {
-    std::printf("# -M 1: no memory-traffic bound is defined for %s; not measured\n#\n", shape.toolName);
+    std::printf("# --mem-bound 1: no memory-traffic bound is defined for %s; not measured\n", shape.toolName);
   }
   if (printing && gpu && options.memcpyBaseline)
     std::printf("# copy: device-to-device cudaMemcpyAsync of the size on rank 0's GPU, alone, -w %d then -n %d"
-                " back to back; copybw = size / time; %%copy = out-of-place algbw / copybw\n#\n",
+                " back to back; copybw = size / time; %%copy = out-of-place algbw / copybw\n",
                 options.warmupIters, options.iters);
-  if (printing) printTableHeader(stdout, ExtraColumns{stream.bytesPerSecond > 0, options.memcpyBaseline && gpu});
+  if (printing)
+    printTableHeader(stdout,
+                     ExtraColumns{stream.bytesPerSecond > 0, options.memcpyBaseline && gpu, options.algoColumn});
   Sweep sweep(options, shape, executor, stream.bytesPerSecond, gpu);
   const std::vector<loomRedOp_t> ops = shape.usesOp ? options.ops : std::vector<loomRedOp_t>{loomNumOps};
   for (loomDataType_t type : options.types)
     for (loomRedOp_t op : ops) sweep.runSizes(type, op, (static_cast<uint64_t>(type) << 40) ^ (static_cast<uint64_t>(op) << 32));
-  return sweep.finish(identity);
+  return sweep.finish(identity, &json, jsonFile);
 }
 
 }  // namespace loom::perf

@@ -14,6 +14,7 @@
 
 #include "perf/harness/datatypes.h"
 #include "perf/harness/memory_bound.h"
+#include "perf/harness/memory_usage.h"
 #include "perf/harness/perf_options.h"
 #include "perf/harness/sweep.h"
 
@@ -139,6 +140,7 @@ std::string unsupported(PerfOptions* o, bool printing) {
 }
 
 int mpiMain(int argc, char** argv) {
+  noteStartOfRun();  // -M's "Initialization" counts from here
   MpiExecutor executor;
   const bool printing = executor.rank() == 0;
   PerfOptions options;
@@ -150,10 +152,14 @@ int mpiMain(int argc, char** argv) {
   }
   static const CollectiveShape kShape{"mpi_all_reduce_perf", /*usesOp=*/true, /*usesRoot=*/false, layout, fillInput,
                                       countWrong, busBwFactor, allReduceMemTrafficFactor};
-  const SweepOutcome outcome =
-      runSweep(options, kShape, executor, SweepIdentity{"openmpi", "host memory (Open MPI)", 0}, nullptr);
+  // Where nccl-tests names NCCL's versions: the MPI standard's, compiled and running.
+  int major = 0, minor = 0;
+  MPI_Get_version(&major, &minor);
+  const HeaderVersions versions{MPI_VERSION * 10000 + MPI_SUBVERSION * 100, major * 10000 + minor * 100};
+  const SweepOutcome outcome = runSweep(options, kShape, executor,
+                                        SweepIdentity{"openmpi", "host memory (Open MPI)", 0, versions, ""}, nullptr);
   // Every rank holds the summed counts, so every process agrees on the status.
-  return outcome.wrong != 0 || outcome.outOfBounds != 0 || !outcome.reportWritten ? 1 : 0;
+  return outcome.wrong != 0 || outcome.outOfBounds != 0 || !outcome.reportWritten || outcome.belowMinBusBw ? 1 : 0;
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // and their checker (against a reference reduction computed here), the
 // command-line parser, the table's columns and the memory-traffic bound.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
@@ -13,6 +14,7 @@
 
 #include "perf/harness/datatypes.h"
 #include "perf/harness/memory_bound.h"
+#include "perf/harness/nccl_json.h"
 #include "perf/harness/perf_options.h"
 #include "perf/harness/report.h"
 #include "perf/harness/test_data.h"
@@ -238,7 +240,7 @@ TEST(OptionsTest, ParsesEveryFlag) {
   EXPECT_EQ(o.iters, 7);
   EXPECT_EQ(o.warmupIters, 0);
   EXPECT_EQ(o.aggIters, 2);
-  EXPECT_FALSE(o.check);
+  EXPECT_EQ(o.check, 0);
   EXPECT_EQ(o.ops.size(), 5u);
   EXPECT_EQ(o.types, std::vector<loomDataType_t>{loomBfloat16});
   EXPECT_EQ(o.root, 2);
@@ -246,12 +248,29 @@ TEST(OptionsTest, ParsesEveryFlag) {
   EXPECT_EQ(o.combine, TimeCombine::kMax);
   EXPECT_EQ(o.timeoutSeconds, 2.5);
   EXPECT_EQ(o.jsonPath, "x.json");
-  EXPECT_EQ(o.memoryBound, -1);  // default: on where the collective defines its traffic
-  PerfOptions off, on;
-  ASSERT_EQ(parse({"-M", "0"}, &off), ParseOutcome::kRun);
-  EXPECT_EQ(off.memoryBound, 0);
-  ASSERT_EQ(parse({"--membound", "1"}, &on), ParseOutcome::kRun);
-  EXPECT_EQ(on.memoryBound, 1);
+  EXPECT_EQ(o.memoryBound, 0);  // Loom's extras are off unless asked for
+  EXPECT_FALSE(o.memoryReport);
+  EXPECT_FALSE(o.algoColumn);
+  // nccl-tests' meanings: -c counts checked calls, -M asks for the memory
+  // report, -z 2 is accepted (blocking without a barrier, as Loom's 1 is).
+  PerfOptions nccl;
+  ASSERT_EQ(parse({"-c", "5", "-M", "1", "-z", "2", "--memory", "1"}, &nccl), ParseOutcome::kRun);
+  EXPECT_EQ(nccl.check, 5);
+  EXPECT_TRUE(nccl.memoryReport);
+  EXPECT_TRUE(nccl.blocking);
+  EXPECT_EQ(nccl.memoryBound, 0);
+  // nccl-tests' flags for features Loom lacks: accepted when off, refused otherwise.
+  PerfOptions off;
+  EXPECT_EQ(parse({"-N", "1", "-p", "0", "-S", "0", "--unalign", "0", "-I", "0"}, &off), ParseOutcome::kRun);
+  for (const char* on : {"-N", "-p", "-S", "-u", "-I", "-R"}) EXPECT_EQ(parse({on, "2"}, &off), ParseOutcome::kError) << on;
+  PerfOptions loom;
+  ASSERT_EQ(parse({"--mem-bound", "1", "--algo-column", "--loom-json", "l.json"}, &loom), ParseOutcome::kRun);
+  EXPECT_EQ(loom.memoryBound, 1);
+  EXPECT_TRUE(loom.algoColumn);
+  EXPECT_EQ(loom.loomJsonPath, "l.json");
+  EXPECT_FALSE(loom.memoryReport);
+  EXPECT_EQ(loom.commandLine, (std::vector<std::string>{"tool", "--mem-bound", "1", "--algo-column", "--loom-json",
+                                                          "l.json"}));
   PerfOptions all;
   ASSERT_EQ(parse({"--datatype", "all", "--op", "min", "--nthreads", "2"}, &all), ParseOutcome::kRun);
   EXPECT_EQ(all.types.size(), static_cast<size_t>(loomNumTypes));
@@ -262,11 +281,11 @@ TEST(OptionsTest, ParsesEveryFlag) {
 TEST(OptionsTest, RejectsBadFlags) {
   const std::vector<std::vector<std::string>> bad = {
       {"-x"},          {"-b", "12Q"},     {"-b", "-5"},       {"-e", ""},          {"-d", "fp8"},
-      {"-o", "xor"},   {"-t", "0"},       {"-n", "0"},        {"-c", "2"},         {"-a", "4"},
+      {"-o", "xor"},   {"-t", "0"},       {"-n", "0"},        {"-c", "-1"},         {"-a", "4"},
       {"-z", "yes"},   {"-g", "0"},       {"-T", "0"},        {"-b", "1M", "-e", "1K"},
       {"-f", "1", "-i", "0", "-b", "8", "-e", "16"},          {"-b", "0", "-f", "2", "-e", "8"},
       {"stray"},       {"-n"},            {"--nosuch"},       {"-r", "x"},         {"-M", "2"},
-      {"-M", "on"}};
+      {"-M", "on"},    {"-z", "3"},       {"--mem-bound", "2"}, {"--loom-json", ""}};
   for (const auto& args : bad) {
     PerfOptions o;
     EXPECT_EQ(parse(args, &o), ParseOutcome::kError) << args[0];
@@ -336,20 +355,19 @@ ResultRow sampleRow() {
   return row;
 }
 
-// nccl-tests' 13 columns stay where parsers (compare_mpi.sh) read them; the
-// shares and the algorithm come after them.
+// nccl-tests' 13 columns, alone by default; the shares, the copy and the
+// algorithm only when asked for, after them.
 TEST(ReportTest, RowKeepsNcclTestsColumnsThenSharesThenAlgorithm) {
   const ResultRow row = sampleRow();
   const auto plain = words(printedLines([&](FILE* f) { printRow(f, row); }).at(0));
-  ASSERT_EQ(plain.size(), 14u);
+  ASSERT_EQ(plain.size(), 13u);
   EXPECT_EQ(plain[0], "67108864");
-  EXPECT_EQ(plain[5], "12345");
+  EXPECT_EQ(plain[5], "12345.0");  // two decimals do not fit in 7 characters
   EXPECT_EQ(plain[7], "8.16");
   EXPECT_EQ(plain[8], "0");
   EXPECT_EQ(plain[12], "N/A");
-  EXPECT_EQ(plain[13], "ring/Simple");
 
-  const auto bound = words(printedLines([&](FILE* f) { printRow(f, row, ExtraColumns{true, false}); }).at(0));
+  const auto bound = words(printedLines([&](FILE* f) { printRow(f, row, ExtraColumns{true, false, true}); }).at(0));
   ASSERT_EQ(bound.size(), 16u);
   EXPECT_EQ(bound[13], "61.5");  // percent, one decimal
   EXPECT_EQ(bound[14], "-");     // not reported
@@ -358,51 +376,136 @@ TEST(ReportTest, RowKeepsNcclTestsColumnsThenSharesThenAlgorithm) {
   ResultRow mixed = row;
   mixed.inPlace.algorithm = "tree/LL";
   EXPECT_EQ(algorithmColumn(mixed), "ring/Simple|tree/LL");
-  EXPECT_EQ(words(printedLines([&](FILE* f) { printRow(f, mixed); }).at(0)).back(), "ring/Simple|tree/LL");
+  EXPECT_EQ(words(printedLines([&](FILE* f) { printRow(f, mixed, ExtraColumns{false, false, true}); }).at(0)).back(),
+            "ring/Simple|tree/LL");
 }
 
-// --memcpy-baseline: copy time, copy bandwidth and the out-of-place algbw as
-// a percentage of it, after nccl-tests' columns and before the algorithm.
-TEST(ReportTest, CopyBaselineColumnsComeBeforeTheAlgorithm) {
-  ResultRow row = sampleRow();
-  row.copy = {2000.0, 8.0};
-  EXPECT_DOUBLE_EQ(copyShare(row), 5.44 / 8.0);
-  const auto copy = words(printedLines([&](FILE* f) { printRow(f, row, ExtraColumns{false, true}); }).at(0));
-  ASSERT_EQ(copy.size(), 17u);
-  EXPECT_EQ(copy[13], "2000.0");
-  EXPECT_EQ(copy[14], "8.00");
-  EXPECT_EQ(copy[15], "68.0");
-  EXPECT_EQ(copy[16], "ring/Simple");
+// nccl-tests' row layout: fixed widths, right-aligned, two spaces apart.
+TEST(ReportTest, RowHasNcclTestsWidths) {
+  ResultRow row;
+  row.bytes = 8;
+  row.count = 2;
+  row.redop = "sum";
+  row.root = -1;
+  row.outOfPlace = {9.5, 0.0, 0.0, 0, -1, "-"};
+  row.inPlace = {123456.0, 1234.5, 99999.0, 1234567, -1, "-"};
+  EXPECT_EQ(printedLines([&](FILE* f) { printRow(f, row); }).at(0),
+            "           8             2     float     sum      -1     9.50    0.00    0.00       0   123456"
+            "  1234.5   99999  1.23457e+06");
+}
 
-  row.copy = {};  // not measured (another rank printed, or the size did not fit): dashes
-  EXPECT_LT(copyShare(row), 0);
-  const auto missing = words(printedLines([&](FILE* f) { printRow(f, row, ExtraColumns{true, true}); }).at(0));
-  ASSERT_EQ(missing.size(), 19u);
-  EXPECT_EQ(missing[15], "-");
-  EXPECT_EQ(missing[16], "-");
-  EXPECT_EQ(missing[17], "-");
+TEST(ReportTest, NumbersFitTheirColumn) {
+  EXPECT_EQ(fitNumber(1.0, 7), "   1.00");
+  EXPECT_EQ(fitNumber(1234.567, 7), "1234.57");
+  EXPECT_EQ(fitNumber(12345.67, 7), "12345.7");
+  EXPECT_EQ(fitNumber(1234567.0, 7), "1234567");
+  EXPECT_EQ(fitNumber(123456789.0, 7), "1.2e+08");
+  EXPECT_EQ(fitNumber(999.994, 6), "999.99");
+  EXPECT_EQ(fitNumber(12345.0, 6), " 12345");
+  EXPECT_EQ(fitNumber(1234567.0, 6), " 1e+06");
 }
 
 // Each title line has one title per column of a row (after its "#").
 TEST(ReportTest, HeaderTitlesEveryColumn) {
   for (bool bound : {false, true})
-    for (bool copy : {false, true}) {
-      const ExtraColumns extra{bound, copy};
-      ResultRow sample = sampleRow();
-      if (copy) sample.copy = {3.5, 1.25};
-      const auto header = printedLines([&](FILE* f) { printTableHeader(f, extra); });
-      ASSERT_EQ(header.size(), 3u);
-      const auto titles = words(header[1]);
-      const auto units = words(header[2]);
-      const auto row = words(printedLines([&](FILE* f) { printRow(f, sample, extra); }).at(0));
-      ASSERT_EQ(titles.front(), "#");
-      EXPECT_EQ(titles.size() - 1, row.size()) << "bound " << bound << " copy " << copy;
-      EXPECT_EQ(titles.back(), "algorithm");
-      EXPECT_EQ(header[1].find("%mem") != std::string::npos, bound);
-      EXPECT_EQ(header[1].find("%copy") != std::string::npos, copy);
-      EXPECT_EQ(header[2].find("(oop)") != std::string::npos, bound || copy);
-      EXPECT_FALSE(units.empty());
-    }
+    for (bool copy : {false, true})
+      for (bool algorithm : {false, true}) {
+        const ExtraColumns extra{bound, copy, algorithm};
+        ResultRow sample = sampleRow();
+        if (copy) sample.copy = {3.5, 1.25};
+        const auto header = printedLines([&](FILE* f) { printTableHeader(f, extra); });
+        ASSERT_EQ(header.size(), 4u);
+        EXPECT_EQ(header[0], "#");
+        const auto titles = words(header[2]);
+        const auto units = words(header[3]);
+        const auto row = words(printedLines([&](FILE* f) { printRow(f, sample, extra); }).at(0));
+        ASSERT_EQ(titles.front(), "#");
+        EXPECT_EQ(titles.size() - 1, row.size()) << "bound " << bound << " copy " << copy;
+        EXPECT_EQ(titles.back() == "algorithm", algorithm);
+        EXPECT_EQ(header[2].find("%mem") != std::string::npos, bound);
+        EXPECT_EQ(header[2].find("%copy") != std::string::npos, copy);
+        EXPECT_EQ(header[3].find("(oop)") != std::string::npos, bound || copy);
+        // nccl-tests ends its title lines with a space; so does the plain table.
+        EXPECT_EQ(header[2].back() == ' ', !extra.any());
+        EXPECT_FALSE(units.empty());
+      }
+}
+
+TEST(ReportTest, FooterAndMemoryLineAreNcclTests) {
+  RunSummary s;
+  s.toolName = "all_reduce_perf";
+  s.avgBusBw = 1.5;
+  EXPECT_EQ(printedLines([&](FILE* f) { printFooter(f, s); }),
+            (std::vector<std::string>{"# Out of bounds values : 0 OK", "# Avg bus bandwidth    : 1.5 ", "#",
+                                      "# Collective test concluded: all_reduce_perf"}));
+  s.outOfBounds = 3;
+  s.minBusBw = 2.0;  // NCCL_TESTS_MIN_BW: 1.5 < 90% of 2
+  const auto failed = printedLines([&](FILE* f) { printFooter(f, s); });
+  EXPECT_EQ(failed.at(0), "# Out of bounds values : 3 FAILED");
+  EXPECT_EQ(failed.at(1), "# Avg bus bandwidth    : 1.5 FAILED");
+  s.minBusBw = 1.6;
+  EXPECT_EQ(printedLines([&](FILE* f) { printFooter(f, s); }).at(1), "# Avg bus bandwidth    : 1.5 OK");
+  EXPECT_EQ(printedLines([&](FILE* f) { printMemoryUsage(f, 5 << 20, 2048, 0); }).at(0),
+            "# GPU memory usage     : Initialization 5.00 MB | User-Allocated 2.00 KB | Collective 0.00 B"
+            " | Total  5.00 MB");
+  EXPECT_EQ(printedLines([&](FILE* f) { printMemoryUsage(f, 150ll << 30, 20ll << 20, 512); }).at(0),
+            "# GPU memory usage     : Initialization 150 GB | User-Allocated 20.0 MB | Collective 512 B"
+            " | Total  150 GB");
+}
+
+TEST(ReportTest, HeaderIsNcclTests) {
+  PerfOptions o;
+  o.threads = 2;
+  o.minBytes = 8;
+  o.maxBytes = 1024;
+  o.stepFactor = 2;
+  o.check = 3;
+  const auto lines = printedLines([&](FILE* f) { printHeader(f, o, "all_reduce_perf", HeaderVersions{100, 101}); });
+  EXPECT_EQ(lines, (std::vector<std::string>{
+                       std::string("# nccl-tests version ") + kNcclTestsFormatVersion + " nccl-headers=100 nccl-library=101",
+                       "# Collective test starting: all_reduce_perf",
+                       "# nThread 2 nGpus 1 minBytes 8 maxBytes 1024 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1"
+                       " validation: 3 graph: 0 unalign: 0",
+                       "#"}));
+  o.blocking = true;
+  EXPECT_EQ(printedLines([&](FILE* f) { printHeader(f, o, "x", {}); }).at(3),
+            "# Blocking Enabled: wait after each inner iteration (-m), no barrier ");
+}
+
+TEST(NcclJsonTest, StringsStayValidJson) {
+  EXPECT_EQ(jsonString("a\"b\\c"), "\"a\\\"b\\\\c\"");
+  EXPECT_EQ(jsonString("x\ny\tz\x01\xc3"), "\"x\\ny\\tz\\u0001\\u00c3\"");
+}
+
+TEST(NcclJsonTest, SecretsAreNotRecorded) {
+  EXPECT_EQ(redactedVariable("LOOM_JOB_SECRET=abc"), "LOOM_JOB_SECRET=<redacted>");
+  EXPECT_EQ(redactedVariable("hf_token=x=y"), "hf_token=<redacted>");
+  EXPECT_EQ(redactedVariable("AWS_SECRET_ACCESS_KEY="), "AWS_SECRET_ACCESS_KEY=<redacted>");
+  EXPECT_EQ(redactedVariable("PATH=/usr/bin"), "PATH=/usr/bin");
+  EXPECT_EQ(redactedVariable("NCCL_DEBUG=INFO"), "NCCL_DEBUG=INFO");
+  EXPECT_EQ(redactedVariable("ODD"), "ODD");
+}
+
+// Like nccl-tests, -J never overwrites: an existing name gets .0, .1, ...
+TEST(NcclJsonTest, NeverOverwritesAFile) {
+  char dir[] = "/tmp/loom_nccl_json_XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string path = std::string(dir) + "/r.json";
+  std::vector<std::string> said;
+  for (int i = 0; i < 3; ++i) {
+    const auto lines = printedLines([&](FILE* log) {
+      FILE* f = createNcclJson(path, log);
+      ASSERT_NE(f, nullptr);
+      std::fclose(f);
+    });
+    said.push_back(lines.at(0));
+  }
+  EXPECT_EQ(said, (std::vector<std::string>{"# Writing JSON output to " + path, "# Writing JSON output to " + path + ".0",
+                                            "# Writing JSON output to " + path + ".1"}));
+  const auto refused = printedLines([&](FILE* log) { EXPECT_EQ(createNcclJson("/nonexistent/dir/r.json", log), nullptr); });
+  EXPECT_EQ(refused.at(0), "# skipping json output; /nonexistent/dir/r.json not accessible");
+  for (const char* name : {"/r.json", "/r.json.0", "/r.json.1"}) std::remove((std::string(dir) + name).c_str());
+  rmdir(dir);
 }
 
 // --- the memory-traffic bound ------------------------------------------------
