@@ -63,6 +63,13 @@ done
 staging=$(mktemp -d)
 trap 'rm -rf "$staging"' EXIT
 bash "$packer" "$build" "$staging/gpu" "${targets[@]}"
+# Loom's drop-in libnccl.so.2 lives in the build's lib/nccl-shim (it must
+# not shadow NVIDIA's libnccl there either); the packer copies lib/*.so* only.
+if ls "$build"/lib/nccl-shim/libnccl.so* >/dev/null 2>&1; then
+  mkdir -p "$staging/gpu/lib/nccl-shim"
+  cp -P "$build"/lib/nccl-shim/libnccl.so* "$staging/gpu/lib/nccl-shim/"
+  find "$staging/gpu/lib" -maxdepth 1 -xtype l -name 'libloom_nccl.so*' -delete  # links into nccl-shim/ that did not travel
+fi
 rm -rf "$top/.gpu"
 mv "$staging/gpu" "$top/.gpu"
 exclude=$(git rev-parse --git-path info/exclude)
