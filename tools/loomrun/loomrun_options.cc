@@ -38,8 +38,16 @@ Result<long> parseInteger(std::string_view name, std::string_view text, long lo,
 }
 
 Status applyLocalRanks(LaunchOptions& opts, std::string_view name, std::string_view value) {
-  if (value == "auto") {
-    opts.localRanks = std::min(autoLocalRanks(), kMaxLocalRanks);
+  if (value == "auto" || value == "cpu") {
+    opts.localRanks = std::min(value == "auto" ? autoLocalRanks() : availableCpus(), kMaxLocalRanks);
+    return Status::ok();
+  }
+  if (value == "gpu") {
+    const int gpus = visibleGpus();
+    LOOM_ENFORCE(gpus > 0, Code::kInvalidArgument,
+                 "option '%.*s' gpu: no NVIDIA GPU is visible (/proc/driver/nvidia/gpus, "
+                 "CUDA_VISIBLE_DEVICES)", static_cast<int>(name.size()), name.data());
+    opts.localRanks = std::min(gpus, kMaxLocalRanks);
     return Status::ok();
   }
   Result<long> n = parseInteger(name, value, 1, kMaxLocalRanks);
@@ -76,7 +84,8 @@ Status applyMasterPort(LaunchOptions& opts, std::string_view name, std::string_v
   return Status::ok();
 }
 
-// HOST:PORT, [IPV6]:PORT, or HOST alone (torchrun's port 29400 then).
+// HOST:PORT, [IPV6]:PORT, or HOST alone (torchrun's port 29400 then); port
+// 0 asks for a free port, as torchrun's localhost:0 (single node only).
 Status applyRdzvEndpoint(LaunchOptions& opts, std::string_view name, std::string_view value) {
   auto malformed = [&](const char* why) {
     return makeError(Code::kInvalidArgument, "option '%.*s' expects HOST:PORT, got '%.*s' (%s)",
@@ -105,12 +114,13 @@ Status applyRdzvEndpoint(LaunchOptions& opts, std::string_view name, std::string
   if (host.empty()) return malformed("empty host");
   int portNumber = kDefaultRendezvousPort;
   if (port) {
-    Result<long> parsed = parseInteger(name, *port, 1, 65535);
-    if (!parsed.isOk()) return malformed("the port must be 1..65535");
+    Result<long> parsed = parseInteger(name, *port, 0, 65535);
+    if (!parsed.isOk()) return malformed("the port must be 0..65535");
     portNumber = static_cast<int>(parsed.value());
   }
   opts.masterAddr = std::string(host);
-  opts.masterPort = portNumber;
+  if (portNumber == 0) opts.masterPort.reset();
+  else opts.masterPort = portNumber;
   opts.rdzvEndpointGiven = true;
   return Status::ok();
 }
@@ -137,11 +147,15 @@ Status applyStandalone(LaunchOptions& opts, std::string_view, std::string_view) 
 }
 
 Status applyModule(LaunchOptions& opts, std::string_view, std::string_view) {
+  LOOM_ENFORCE(opts.programKind != ProgramKind::kNoPython, Code::kInvalidUsage,
+               "options '-m/--module' and '--no-python' exclude each other");
   opts.programKind = ProgramKind::kModule;
   return Status::ok();
 }
 
 Status applyNoPython(LaunchOptions& opts, std::string_view, std::string_view) {
+  LOOM_ENFORCE(opts.programKind != ProgramKind::kModule, Code::kInvalidUsage,
+               "options '-m/--module' and '--no-python' exclude each other");
   opts.programKind = ProgramKind::kNoPython;
   return Status::ok();
 }
@@ -328,9 +342,7 @@ Status checkComplete(const LaunchOptions& opts) {
   LOOM_ENFORCE(opts.nodes == 1 || opts.masterPort.has_value(), Code::kInvalidUsage,
                "option '--master-port' (or --rdzv-endpoint HOST:PORT) is required when --nnodes > 1 "
                "(every node must meet at the same MASTER_ADDR:MASTER_PORT)");
-  bool wantsFiles = opts.redirectsAll != kNoStreams || opts.teeAll != kNoStreams ||
-                    !opts.redirectsByRank.empty() || !opts.teeByRank.empty();
-  LOOM_ENFORCE(!wantsFiles || opts.logDir.has_value(), Code::kInvalidUsage,
+  LOOM_ENFORCE(!opts.wantsLogFiles() || opts.logDir.has_value(), Code::kInvalidUsage,
                "options '--redirects' and '--tee' write files under --log-dir DIR, which is missing");
   return Status::ok();
 }
@@ -351,35 +363,51 @@ unsigned LaunchOptions::redirectsOf(int localRank) const {
 
 unsigned LaunchOptions::teeOf(int localRank) const { return streamsOf(localRank, teeAll, teeByRank); }
 
+bool LaunchOptions::wantsLogFiles() const {
+  return redirectsAll != kNoStreams || teeAll != kNoStreams || !redirectsByRank.empty() ||
+         !teeByRank.empty();
+}
+
+std::string pythonInterpreter() {
+  const char* exec = std::getenv(kPythonExecVariable);
+  return exec != nullptr && *exec != '\0' ? exec : kPythonInterpreter;
+}
+
 std::vector<std::string> LaunchOptions::execCommand() const {
   if (command.empty()) return command;
   std::vector<std::string> argv;
   // -u: unbuffered, so a rank's prints reach loomrun (and the terminal) as
   // they happen, as torchrun runs its workers.
   if (programKind == ProgramKind::kModule) {
-    argv = {kPythonInterpreter, "-u", "-m"};
+    argv = {pythonInterpreter(), "-u", "-m"};
   } else if (programKind == ProgramKind::kAuto && command[0].ends_with(".py")) {
-    argv = {kPythonInterpreter, "-u"};
+    argv = {pythonInterpreter(), "-u"};
   }
   argv.insert(argv.end(), command.begin(), command.end());
   return argv;
 }
 
-int autoLocalRanks() {
+int visibleGpus() {
   int gpus = 0;
   if (DIR* dir = opendir("/proc/driver/nvidia/gpus")) {
     while (dirent* e = readdir(dir)) gpus += e->d_name[0] == '.' ? 0 : 1;
     closedir(dir);
   }
-  if (gpus > 0) {
-    // CUDA numbers only the devices CUDA_VISIBLE_DEVICES lists ("" hides all).
-    if (const char* visible = std::getenv("CUDA_VISIBLE_DEVICES")) {
-      std::string_view list = visible;
-      int listed = list.empty() ? 0 : 1 + static_cast<int>(std::count(list.begin(), list.end(), ','));
-      gpus = std::min(gpus, listed);
-    }
-    if (gpus > 0) return gpus;
+  // CUDA numbers only the devices CUDA_VISIBLE_DEVICES lists ("" hides all).
+  if (const char* visible = std::getenv("CUDA_VISIBLE_DEVICES"); visible != nullptr && gpus > 0) {
+    std::string_view list = visible;
+    int listed = list.empty() ? 0 : 1 + static_cast<int>(std::count(list.begin(), list.end(), ','));
+    gpus = std::min(gpus, listed);
   }
+  return gpus;
+}
+
+int autoLocalRanks() {
+  const int gpus = visibleGpus();
+  return gpus > 0 ? gpus : availableCpus();
+}
+
+int availableCpus() {
   cpu_set_t set;
   CPU_ZERO(&set);
   if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
@@ -430,12 +458,14 @@ environment of a torchrun worker (RANK, WORLD_SIZE, LOCAL_RANK,
 LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR, MASTER_PORT, LOOM_JOB_SECRET,
 TORCHELASTIC_*). If one rank fails, the others are stopped and loomrun exits
 with the failing rank's status (128+signal when it was killed by a signal).
-PROG ending in .py runs as `python3 -u PROG` (python3 from PATH).
+PROG ending in .py runs as `python3 -u PROG` (python3 from PATH, or
+$PYTHON_EXEC when set).
 
 Options (torchrun's underscore spellings, e.g. --nproc_per_node, work too):
   -n, --nproc-per-node N   ranks to start on this node (1..1024, required);
-                           auto: the GPUs visible (CUDA_VISIBLE_DEVICES
-                           counts), else the CPUs of loomrun's affinity mask
+                           gpu: the GPUs visible (CUDA_VISIBLE_DEVICES
+                           counts); cpu: the CPUs of loomrun's affinity
+                           mask; auto: gpu when there are GPUs, else cpu
   --standalone             a single-node job on a free local port with a
                            random run id (torchrun's --standalone)
   --nnodes K               nodes in the job (default 1)
@@ -444,7 +474,8 @@ Options (torchrun's underscore spellings, e.g. --nproc_per_node, work too):
   --master-port P          its port; default: a free port when K == 1,
                            required when K > 1
   --rdzv-endpoint H:P      the same as --master-addr H --master-port P
-                           ([ADDR]:P for IPv6; H alone: port 29400)
+                           ([ADDR]:P for IPv6; H alone: port 29400;
+                           port 0: a free port, single node only)
   --rdzv-id ID             the job's run id (TORCHELASTIC_RUN_ID; default
                            inherited, else "none")
   --rdzv-backend B         c10d or static, accepted for torchrun scripts;

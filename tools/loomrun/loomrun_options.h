@@ -1,7 +1,7 @@
 // Command-line options of loomrun, the launcher that starts one process per
 // local rank (like torchrun / mpirun for a single node, or one node of many).
 //
-//   loomrun -n N|auto [--standalone] [--nnodes K --node-rank R
+//   loomrun -n N|auto|cpu|gpu [--standalone] [--nnodes K --node-rank R
 //           --master-addr A --master-port P | --rdzv-endpoint HOST:PORT]
 //           [--rdzv-id ID] [--rdzv-backend c10d|static]
 //           [--tag-output|--no-tag-output] [--kill-timeout S] [--max-restarts N]
@@ -43,8 +43,8 @@ enum StreamSet : unsigned { kNoStreams = 0, kStdout = 1, kStderr = 2, kBothStrea
 
 // How PROG is started: as given, or with the Python interpreter.
 enum class ProgramKind {
-  kAuto,      // PROG ending in ".py" runs as `python3 -u PROG`, others as given
-  kModule,    // -m: `python3 -u -m PROG`
+  kAuto,      // PROG ending in ".py" runs as `PYTHON -u PROG`, others as given
+  kModule,    // -m: `PYTHON -u -m PROG` (PYTHON: pythonInterpreter() below)
   kNoPython,  // --no-python: PROG as given, even a .py file
 };
 
@@ -93,15 +93,24 @@ struct LaunchOptions {
   unsigned teeOf(int localRank) const;
   // The command actually executed: PROG, or the interpreter running it.
   std::vector<std::string> execCommand() const;
+  // --redirects or --tee asks for files (under --log-dir) for some rank.
+  bool wantsLogFiles() const;
 };
 
-// The interpreter for .py programs and -m: python3, looked up in PATH (so an
-// activated virtual environment's python3 is the one used).
+// The interpreter for .py programs and -m: $PYTHON_EXEC when set (torchrun's
+// variable), else python3 looked up in PATH (so an activated virtual
+// environment's python3 is the one used).
+inline constexpr const char* kPythonExecVariable = "PYTHON_EXEC";
 inline constexpr const char* kPythonInterpreter = "python3";
+std::string pythonInterpreter();
 
-// What `--nproc-per-node auto` starts: the GPUs this process may use when
-// there are any (/proc/driver/nvidia/gpus, narrowed by CUDA_VISIBLE_DEVICES),
-// else the CPUs of its affinity mask (sched_getaffinity), as torchrun does.
+// --nproc-per-node auto | gpu | cpu, as torchrun's: "gpu" is the NVIDIA GPUs
+// this process may use (/proc/driver/nvidia/gpus, narrowed by
+// CUDA_VISIBLE_DEVICES); "cpu" the CPUs of its affinity mask
+// (sched_getaffinity; torchrun counts every CPU of the host); "auto" the GPUs
+// when there are any, else the CPUs.
+int visibleGpus();
+int availableCpus();
 int autoLocalRanks();
 
 // Parses argv (argv[0] is loomrun itself). A failed Result carries a message

@@ -59,7 +59,7 @@ int runAttempts(const loom::launcher::LaunchOptions& opts, const std::vector<std
     }
     job->restartCount = attempt;
     job->rankCpus = rankCpus;
-    if (opts.logDir && logRunDir.empty()) {
+    if (opts.logDir && opts.wantsLogFiles() && logRunDir.empty()) {
       loom::Result<std::string> dir = createRunLogDir(*opts.logDir, job->runId);
       if (!dir.isOk()) {
         std::fprintf(stderr, "loomrun: %s\n", dir.status().message().c_str());

@@ -58,7 +58,7 @@ TEST(LoomrunTorchrunFlags, BadValuesAreUsageErrorsNamingTheOption) {
   const BadOptionCase cases[] = {
       {{"-n", "1", "--rdzv-endpoint", "host:", "true"}, "'--rdzv-endpoint' expects HOST:PORT, got 'host:'"},
       {{"-n", "1", "--rdzv-endpoint", ":29500", "true"}, "got ':29500' (empty host)"},
-      {{"-n", "1", "--rdzv-endpoint", "host:port", "true"}, "the port must be 1..65535"},
+      {{"-n", "1", "--rdzv-endpoint", "host:port", "true"}, "the port must be 0..65535"},
       {{"-n", "1", "--rdzv_endpoint=host:70000", "true"}, "'--rdzv_endpoint' expects HOST:PORT"},
       {{"-n", "1", "--rdzv-endpoint", "::1:29500", "true"}, "IPv6 address needs [brackets]"},
       {{"-n", "1", "--rdzv-endpoint", "[::1:29500", "true"}, "no ']'"},
@@ -82,6 +82,9 @@ TEST(LoomrunTorchrunFlags, BadValuesAreUsageErrorsNamingTheOption) {
       {{"-n", "1", "--tee", "3", "true"}, "under --log-dir DIR, which is missing"},
       {{"-n", "1", "--redirects", "0:1", "true"}, "under --log-dir DIR, which is missing"},
       {{"--nproc-per-node", "many", "true"}, "'--nproc-per-node' expects an integer, got 'many'"},
+      {{"-n", "1", "-m", "--no-python", "true"}, "'-m/--module' and '--no-python' exclude each other"},
+      {{"-n", "1", "--no-python", "--module", "true"}, "'-m/--module' and '--no-python' exclude each other"},
+      {{"-n", "1", "--nnodes", "2", "--rdzv-endpoint", "h:0", "true"}, "is required when --nnodes > 1"},
   };
   for (const BadOptionCase& c : cases) {
     ProcessResult r = runLoomrun(c.args);
@@ -123,6 +126,16 @@ TEST(LoomrunTorchrunFlags, RdzvEndpointIsMasterAddrAndPort) {
                           "--rdzv-endpoint", "node0.example:1234"},
                          {{"LOOM_JOB_SECRET", std::string(32, 'a')}}),
             "node0.example 1234 1 2\n");
+}
+
+TEST(LoomrunTorchrunFlags, RdzvEndpointPortZeroPicksAFreePort) {
+  std::istringstream fields(rendezvousOf({"-n", "1", "--rdzv-endpoint", "127.0.0.1:0"}));
+  std::string addr;
+  int port = 0;
+  fields >> addr >> port;
+  EXPECT_EQ(addr, "127.0.0.1");
+  EXPECT_GT(port, 0);
+  EXPECT_LE(port, 65535);
 }
 
 TEST(LoomrunTorchrunFlags, RdzvIdIsTheRunIdAndWinsOverTheEnvironment) {
@@ -197,6 +210,27 @@ TEST(LoomrunTorchrunFlags, NoPythonExecutesADotPyProgramItself) {
   EXPECT_NE(viaPython.exitCode, 127) << "python3 was started, so this is not 'cannot execute'";
 }
 
+// $PYTHON_EXEC (torchrun's variable) replaces python3; a stand-in
+// interpreter shows the exact command line each rank gets.
+TEST(LoomrunTorchrunFlags, PythonExecNamesTheInterpreter) {
+  TempDir dir;
+  std::string fake = dir.file("fakepython");
+  std::ofstream(fake) << "#!/bin/sh\necho \"$RANK: $*\"\n";
+  ASSERT_EQ(chmod(fake.c_str(), 0755), 0);
+  ProcessResult script = runLoomrun({"-n", "2", "train.py", "--lr", "1"}, {{"PYTHON_EXEC", fake}});
+  ASSERT_TRUE(script.finished);
+  ASSERT_EQ(script.exitCode, 0) << script.err;
+  EXPECT_EQ(sorted(splitLines(script.out)), (std::vector<std::string>{"0: -u train.py --lr 1", "1: -u train.py --lr 1"}));
+  ProcessResult module = runLoomrun({"-n", "1", "--module", "pkg.main", "x"}, {{"PYTHON_EXEC", fake}});
+  ASSERT_TRUE(module.finished);
+  ASSERT_EQ(module.exitCode, 0) << module.err;
+  EXPECT_EQ(module.out, "0: -u -m pkg.main x\n");
+  // Not a .py file: executed itself, no interpreter.
+  ProcessResult plain = runLoomrun({"-n", "1", "sh", "-c", "echo plain"}, {{"PYTHON_EXEC", fake}});
+  ASSERT_TRUE(plain.finished);
+  EXPECT_EQ(plain.out, "plain\n");
+}
+
 // The single run directory under DIR, DIR/<run id>_XXXXXX.
 std::string runDirectory(const std::string& dir, const std::string& runId) {
   std::vector<std::string> runs = subdirectories(dir);
@@ -252,6 +286,15 @@ TEST(LoomrunTorchrunFlags, RedirectsPerLocalRankAndOneDirectoryPerAttempt) {
   }
 }
 
+TEST(LoomrunTorchrunFlags, LogDirWithoutRedirectsOrTeeWritesNothing) {
+  TempDir dir;
+  ProcessResult r = runLoomrun({"-n", "2", "--log-dir", dir.file("logs"), "sh", "-c", "echo hi"});
+  ASSERT_TRUE(r.finished);
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_EQ(r.out, "hi\nhi\n");
+  EXPECT_FALSE(exists(dir.file("logs"))) << "no stream was asked for";
+}
+
 TEST(LoomrunTorchrunFlags, LogDirThatCannotBeCreatedFailsClearly) {
   TempDir dir;
   std::ofstream(dir.file("file")) << "x";
@@ -273,14 +316,14 @@ int nvidiaGpus() {
   return n;
 }
 
-TEST(LoomrunTorchrunFlags, NprocPerNodeAutoIsTheCpuCountWithoutGpus) {
+TEST(LoomrunTorchrunFlags, NprocPerNodeAutoAndCpuAreTheCpuCountWithoutGpus) {
   if (nvidiaGpus() > 0) GTEST_SKIP() << "this host has NVIDIA GPUs; auto counts them, not CPUs";
   cpu_set_t set;
   CPU_ZERO(&set);
   ASSERT_EQ(sched_getaffinity(0, sizeof(set), &set), 0);
   const int cpus = std::min(CPU_COUNT(&set), 1024);
-  for (const char* spelling : {"--nproc-per-node", "--nproc_per_node"}) {
-    ProcessResult r = runLoomrun({spelling, "auto", "sh", "-c", "echo $LOCAL_WORLD_SIZE $WORLD_SIZE"},
+  for (const char* spelling : {"--nproc-per-node", "--nproc_per_node", "-n"}) {
+    ProcessResult r = runLoomrun({spelling, spelling[1] == 'n' ? "cpu" : "auto", "sh", "-c", "echo $LOCAL_WORLD_SIZE $WORLD_SIZE"},
                                  {}, Seconds(20));
     ASSERT_TRUE(r.finished);
     ASSERT_EQ(r.exitCode, 0) << r.err;
@@ -289,6 +332,10 @@ TEST(LoomrunTorchrunFlags, NprocPerNodeAutoIsTheCpuCountWithoutGpus) {
     const std::string expected = std::to_string(cpus) + " " + std::to_string(cpus);
     for (const std::string& line : lines) EXPECT_EQ(line, expected);
   }
+  ProcessResult gpu = runLoomrun({"-n", "gpu", "true"});
+  ASSERT_TRUE(gpu.finished);
+  EXPECT_EQ(gpu.exitCode, 2);
+  EXPECT_NE(gpu.err.find("'-n' gpu: no NVIDIA GPU is visible"), std::string::npos) << gpu.err;
 }
 
 }  // namespace
