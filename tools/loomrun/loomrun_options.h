@@ -15,9 +15,9 @@
 // `loomrun -n 2 prog -n 5` passes `-n 5` to prog.
 #pragma once
 
-#include <utility>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/status.h"
@@ -55,7 +55,7 @@ struct LaunchOptions {
   bool showHelp = false;
   bool showVersion = false;  // --version
   EnvHelpFormat envHelp = EnvHelpFormat::kNone;
-  int localRanks = 0;  // -n / --nproc-per-node (N or "auto"); required
+  int localRanks = 0;  // -n / --nproc-per-node (N, auto, cpu or gpu); required
   int nodes = 1;       // --nnodes
   int nodeRank = 0;    // --node-rank, in [0, nodes)
   std::string masterAddr = "127.0.0.1";
@@ -70,7 +70,7 @@ struct LaunchOptions {
   unsigned teeAll = kNoStreams;        // --tee V
   std::vector<std::pair<int, unsigned>> redirectsByRank;  // --redirects 0:3,1:1
   std::vector<std::pair<int, unsigned>> teeByRank;
-  // Unset: tag when the job has more than one rank in total.
+  // --tag-output (true) / --no-tag-output (false); unset: untagged, whole lines.
   std::optional<bool> tagOutput;
   double killTimeoutSeconds = 5.0;  // SIGTERM -> SIGKILL grace period
   // --max-restarts: how often all ranks are started again after a rank
