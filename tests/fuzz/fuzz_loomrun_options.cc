@@ -52,6 +52,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
   }
   FUZZ_CHECK(!o.wantsLogFiles() || (o.logDir && !o.logDir->empty()));
+  for (int rank : o.terminalRanks) FUZZ_CHECK(rank >= 0 && rank < kMaxLocalRanks);
   FUZZ_CHECK(!o.runId || !o.runId->empty());
   FUZZ_CHECK(o.execCommand().size() >= o.command.size());
   return 0;

@@ -214,6 +214,19 @@ Status applyTee(LaunchOptions& opts, std::string_view name, std::string_view val
   return parseStreamOption(name, value, opts.teeAll, opts.teeByRank);
 }
 
+// torchrun's form: local ranks separated by commas, e.g. "0" or "0,3".
+Status applyLocalRanksFilter(LaunchOptions& opts, std::string_view name, std::string_view value) {
+  opts.terminalRanks.clear();
+  while (true) {
+    size_t comma = value.find(',');
+    Result<long> rank = parseInteger(name, value.substr(0, comma), 0, kMaxLocalRanks - 1);
+    if (!rank.isOk()) return rank.status();
+    opts.terminalRanks.push_back(static_cast<int>(rank.value()));
+    if (comma == std::string_view::npos) return Status::ok();
+    value.remove_prefix(comma + 1);
+  }
+}
+
 Status applyKillTimeout(LaunchOptions& opts, std::string_view name, std::string_view value) {
   std::string text(value);
   char* end = nullptr;
@@ -288,6 +301,7 @@ constexpr OptionSpec kOptions[] = {
     {{"--log-dir", "--log_dir"}, true, applyLogDir},
     {{"-r", "--redirects"}, true, applyRedirects},
     {{"-t", "--tee"}, true, applyTee},
+    {{"--local-ranks-filter", "--local_ranks_filter"}, true, applyLocalRanksFilter},
     {{"--node-rank", "--node_rank"}, true, applyNodeRank},
     {{"--master-addr", "--master_addr"}, true, applyMasterAddr},
     {{"--master-port", "--master_port"}, true, applyMasterPort},
@@ -356,6 +370,11 @@ unsigned streamsOf(int localRank, unsigned all, const std::vector<std::pair<int,
 }
 
 }  // namespace
+
+bool LaunchOptions::showsOnTerminal(int localRank) const {
+  return terminalRanks.empty() ||
+         std::find(terminalRanks.begin(), terminalRanks.end(), localRank) != terminalRanks.end();
+}
 
 unsigned LaunchOptions::redirectsOf(int localRank) const {
   return streamsOf(localRank, redirectsAll, redirectsByRank);
@@ -489,6 +508,8 @@ Options (torchrun's underscore spellings, e.g. --nproc_per_node, work too):
                            local rank, e.g. 0:3,1:1 (other ranks: 0)
   -t, --tee V              streams that go to the files and the terminal
                            (values as --redirects)
+  --local-ranks-filter L   only these local ranks' output reaches the
+                           terminal, e.g. 0 or 0,3 (files are unaffected)
   --tag-output             prefix every terminal line with "[<rank>] "
                            (also --prefix-output; default: no prefix, as
                            torchrun; lines of several ranks are kept whole)

@@ -6,7 +6,7 @@
 //           [--rdzv-id ID] [--rdzv-backend c10d|static]
 //           [--tag-output|--no-tag-output] [--kill-timeout S] [--max-restarts N]
 //           [--bind none|core|numa] [--bind-verbose]
-//           [--log-dir DIR [--redirects V] [--tee V]]
+//           [--log-dir DIR [--redirects V] [--tee V]] [--local-ranks-filter R,...]
 //           [-m | --no-python] [--] PROG ARGS...
 //   loomrun --help | --version | --help-env[=text|markdown]
 //
@@ -70,6 +70,9 @@ struct LaunchOptions {
   unsigned teeAll = kNoStreams;        // --tee V
   std::vector<std::pair<int, unsigned>> redirectsByRank;  // --redirects 0:3,1:1
   std::vector<std::pair<int, unsigned>> teeByRank;
+  // --local-ranks-filter 0,2: only these local ranks' output reaches the
+  // terminal (their log files are unaffected); empty: every rank's.
+  std::vector<int> terminalRanks;
   // --tag-output (true) / --no-tag-output (false); unset: untagged, whole lines.
   std::optional<bool> tagOutput;
   double killTimeoutSeconds = 5.0;  // SIGTERM -> SIGKILL grace period
@@ -88,6 +91,7 @@ struct LaunchOptions {
   // --no-tag-output passes bytes through as they come; by default lines of
   // several local ranks are kept whole (a line is never cut by another's).
   bool keepLinesWhole() const { return shouldTagOutput() || (!tagOutput.has_value() && localRanks > 1); }
+  bool showsOnTerminal(int localRank) const;
   // The streams of `localRank` written to files / also shown on the terminal.
   unsigned redirectsOf(int localRank) const;
   unsigned teeOf(int localRank) const;

@@ -66,8 +66,10 @@ void StreamForwarder::pump() {
 }
 
 // The pipe is kept open while any destination still takes the output: the
-// rank sees EPIPE only once nothing reads what it writes.
+// rank sees EPIPE only once nothing reads what it writes. A stream with no
+// destination at all (filtered out, not logged) is read and dropped.
 bool StreamForwarder::sinksBroken() const {
+  if (terminal_ == nullptr && file_ == nullptr) return false;
   bool terminalGone = terminal_ == nullptr || terminal_->broken();
   bool fileGone = file_ == nullptr || file_->broken();
   return terminalGone && fileGone;

@@ -38,7 +38,8 @@ class OutputSink {
 class StreamForwarder {
  public:
   // Takes ownership of `pipeFd` (the read end; made non-blocking here).
-  // `terminal` (may be null: redirected to the file only) gets the lines
+  // `terminal` (may be null: redirected to the file only, or filtered out;
+  // with neither destination the bytes are dropped) gets the lines
   // with `prefix`, whole when `wholeLines` (always when a prefix is given);
   // `file` (may be null) gets the bytes unchanged. Neither is owned.
   StreamForwarder(int pipeFd, OutputSink* terminal, OutputSink* file, std::string prefix,

@@ -67,8 +67,10 @@ void Supervisor::startRanks() {
     rank.pid = spawned->pid;
     std::string prefix = !tag ? "" : strprintf("[%d] ", rank.rank);
     const bool whole = opts_.keepLinesWhole();
-    // A redirected stream goes to its file only; a teed one to both.
-    const unsigned fileOnly = opts_.redirectsOf(local) & ~opts_.teeOf(local);
+    // A redirected stream goes to its file only; a teed one to both; a rank
+    // left out by --local-ranks-filter shows nothing.
+    const unsigned fileOnly =
+        opts_.showsOnTerminal(local) ? opts_.redirectsOf(local) & ~opts_.teeOf(local) : kBothStreams;
     OutputSink* out = (fileOnly & kStdout) ? nullptr : &stdout_;
     OutputSink* err = (fileOnly & kStderr) ? nullptr : &stderr_;
     rank.out = std::make_unique<StreamForwarder>(spawned->stdoutFd, out,

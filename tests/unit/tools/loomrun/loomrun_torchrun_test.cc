@@ -85,6 +85,8 @@ TEST(LoomrunTorchrunFlags, BadValuesAreUsageErrorsNamingTheOption) {
       {{"-n", "1", "-m", "--no-python", "true"}, "'-m/--module' and '--no-python' exclude each other"},
       {{"-n", "1", "--no-python", "--module", "true"}, "'-m/--module' and '--no-python' exclude each other"},
       {{"-n", "1", "--nnodes", "2", "--rdzv-endpoint", "h:0", "true"}, "is required when --nnodes > 1"},
+      {{"-n", "2", "--local-ranks-filter", "0,,1", "true"}, "'--local-ranks-filter' expects an integer, got ''"},
+      {{"-n", "2", "--local_ranks_filter=-1", "true"}, "'--local_ranks_filter' value -1 out of range"},
   };
   for (const BadOptionCase& c : cases) {
     ProcessResult r = runLoomrun(c.args);
@@ -102,7 +104,8 @@ TEST(LoomrunTorchrunFlags, HelpListsTheTorchrunFlags) {
   ProcessResult r = runLoomrun({"--help"});
   ASSERT_TRUE(r.finished);
   for (const char* flag : {"--standalone", "--rdzv-endpoint", "--rdzv-id", "--module", "--no-python",
-                           "--log-dir", "--redirects", "--tee", "auto", "--prefix-output"}) {
+                           "--log-dir", "--redirects", "--tee", "auto", "--prefix-output",
+                           "--local-ranks-filter"}) {
     EXPECT_NE(r.out.find(flag), std::string::npos) << flag;
   }
 }
@@ -284,6 +287,30 @@ TEST(LoomrunTorchrunFlags, RedirectsPerLocalRankAndOneDirectoryPerAttempt) {
     EXPECT_EQ(readFile(attemptDir + "/0/stderr.log"), "err0." + std::to_string(attempt) + "\n");
     EXPECT_FALSE(exists(attemptDir + "/0/stdout.log")) << "stdout was not asked for";
   }
+}
+
+// Filtered-out ranks keep running (their output is read and dropped) and
+// keep writing their log files.
+TEST(LoomrunTorchrunFlags, LocalRanksFilterChoosesWhoReachesTheTerminal) {
+  TempDir dir;
+  ProcessResult r = runLoomrun({"-n", "3", "--local-ranks-filter", "0,2", "--log-dir", dir.path(), "--tee", "1",
+                                "sh", "-c", "seq 1 20000 | sed \"s/^/o$RANK./\"; echo e$RANK >&2"});
+  ASSERT_TRUE(r.finished);
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  std::vector<std::string> out = splitLines(r.out);
+  EXPECT_EQ(out.size(), 40000u);
+  EXPECT_EQ(std::count_if(out.begin(), out.end(), [](const std::string& l) { return l.starts_with("o1."); }), 0);
+  EXPECT_EQ(std::count(out.begin(), out.end(), "o0.20000"), 1);
+  EXPECT_EQ(std::count(out.begin(), out.end(), "o2.20000"), 1);
+  std::vector<std::string> err = splitLines(r.err);
+  EXPECT_EQ(std::count(err.begin(), err.end(), "e1"), 0) << r.err;
+  EXPECT_EQ(std::count(err.begin(), err.end(), "e0"), 1) << r.err;
+  EXPECT_EQ(std::count(err.begin(), err.end(), "e2"), 1) << r.err;
+  std::string run = runDirectory(dir.path(), "none");
+  ASSERT_FALSE(run.empty());
+  std::vector<std::string> logged = splitLines(readFile(run + "/attempt_0/1/stdout.log"));
+  ASSERT_EQ(logged.size(), 20000u);
+  EXPECT_EQ(logged.back(), "o1.20000");
 }
 
 TEST(LoomrunTorchrunFlags, LogDirWithoutRedirectsOrTeeWritesNothing) {
