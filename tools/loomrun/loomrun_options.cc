@@ -371,6 +371,13 @@ unsigned streamsOf(int localRank, unsigned all, const std::vector<std::pair<int,
 
 }  // namespace
 
+bool LaunchOptions::keepLinesWhole() const {
+  if (tagOutput.has_value()) return *tagOutput;
+  int shown = 0;
+  for (int local = 0; local < localRanks; ++local) shown += showsOnTerminal(local) ? 1 : 0;
+  return shown > 1;
+}
+
 bool LaunchOptions::showsOnTerminal(int localRank) const {
   return terminalRanks.empty() ||
          std::find(terminalRanks.begin(), terminalRanks.end(), localRank) != terminalRanks.end();
@@ -512,7 +519,8 @@ Options (torchrun's underscore spellings, e.g. --nproc_per_node, work too):
                            terminal, e.g. 0 or 0,3 (files are unaffected)
   --tag-output             prefix every terminal line with "[<rank>] "
                            (also --prefix-output; default: no prefix, as
-                           torchrun; lines of several ranks are kept whole)
+                           torchrun; lines of several ranks are kept whole,
+                           a single rank's bytes pass through unchanged)
   --no-tag-output          pass the ranks' output through byte for byte
   --kill-timeout S         seconds between SIGTERM and SIGKILL when stopping
                            ranks (default 5)

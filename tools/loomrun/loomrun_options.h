@@ -88,9 +88,10 @@ struct LaunchOptions {
   int worldSize() const { return nodes * localRanks; }
   // torchrun's default: no prefix; --tag-output asks for "[<rank>] ".
   bool shouldTagOutput() const { return tagOutput.value_or(false); }
-  // --no-tag-output passes bytes through as they come; by default lines of
-  // several local ranks are kept whole (a line is never cut by another's).
-  bool keepLinesWhole() const { return shouldTagOutput() || (!tagOutput.has_value() && localRanks > 1); }
+  // --no-tag-output passes bytes through as they come; by default lines are
+  // kept whole when several local ranks reach the terminal (a line is never
+  // cut by another's), and a single rank's bytes pass through unchanged.
+  bool keepLinesWhole() const;
   bool showsOnTerminal(int localRank) const;
   // The streams of `localRank` written to files / also shown on the terminal.
   unsigned redirectsOf(int localRank) const;

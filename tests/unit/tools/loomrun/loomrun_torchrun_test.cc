@@ -313,6 +313,15 @@ TEST(LoomrunTorchrunFlags, LocalRanksFilterChoosesWhoReachesTheTerminal) {
   EXPECT_EQ(logged.back(), "o1.20000");
 }
 
+// One rank on the terminal: its bytes pass through unchanged, as nccl-tests
+// print them (no prefix, no newline added to an unfinished line).
+TEST(LoomrunTorchrunFlags, OneRankShownPassesItsBytesThrough) {
+  ProcessResult r = runLoomrun({"-n", "3", "--local-ranks-filter", "1", "sh", "-c", "printf \"# a$RANK\\n#b\""});
+  ASSERT_TRUE(r.finished);
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_EQ(r.out, "# a1\n#b");
+}
+
 TEST(LoomrunTorchrunFlags, LogDirWithoutRedirectsOrTeeWritesNothing) {
   TempDir dir;
   ProcessResult r = runLoomrun({"-n", "2", "--log-dir", dir.file("logs"), "sh", "-c", "echo hi"});
