@@ -58,7 +58,7 @@ run_loom() {  # label env...
   local label=$1; shift
   local log="$work/$label.log"
   if env "$@" LOOM_TIMEOUT=120 "$testbed" --name "$name" --hosts 2 --loomrun "$bin/loomrun" \
-       loomrun -n 1 --timeout 180 "$bin/all_reduce_perf" "${perf_args[@]}" >"$log" 2>&1; then
+       loomrun -n 1 --timeout 180 --tag-output "$bin/all_reduce_perf" "${perf_args[@]}" >"$log" 2>&1; then
     sed -n 's/^\[h0\] \[0\] //p' "$log" >"$log.h0"  # rank 0's output without the tags
     busbw_of "$log.h0"
   else echo fail; fi

@@ -34,8 +34,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   }
   const LaunchOptions& o = parsed.value();
-  // Either help asks for nothing else, so the rest is not checked then.
-  if (o.showHelp || o.envHelp != EnvHelpFormat::kNone) return 0;
+  // Help and --version ask for nothing else, so the rest is not checked then.
+  if (o.showHelp || o.showVersion || o.envHelp != EnvHelpFormat::kNone) return 0;
   FUZZ_CHECK(o.localRanks >= 1 && o.localRanks <= kMaxLocalRanks);
   FUZZ_CHECK(o.nodes >= 1 && o.nodes <= kMaxNodes && o.nodeRank >= 0 && o.nodeRank < o.nodes);
   FUZZ_CHECK(!o.command.empty());
@@ -44,5 +44,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FUZZ_CHECK(o.killTimeoutSeconds >= 0 && o.killTimeoutSeconds <= 86400);
   FUZZ_CHECK(o.worldSize() >= 1);
   FUZZ_CHECK(o.maxRestarts >= 0 && o.maxRestarts <= kMaxRestarts);
+  FUZZ_CHECK(!o.standalone || (o.nodes == 1 && !o.masterPort));
+  FUZZ_CHECK(o.redirectsAll <= kBothStreams && o.teeAll <= kBothStreams);
+  for (const auto& byRank : {o.redirectsByRank, o.teeByRank}) {
+    for (const auto& [rank, streams] : byRank) {
+      FUZZ_CHECK(rank >= 0 && rank < kMaxLocalRanks && streams <= kBothStreams);
+    }
+  }
+  FUZZ_CHECK(!o.wantsLogFiles() || (o.logDir && !o.logDir->empty()));
+  for (int rank : o.terminalRanks) FUZZ_CHECK(rank >= 0 && rank < kMaxLocalRanks);
+  FUZZ_CHECK(!o.runId || !o.runId->empty());
+  FUZZ_CHECK(o.execCommand().size() >= o.command.size());
   return 0;
 }

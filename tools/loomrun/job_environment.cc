@@ -132,7 +132,11 @@ Result<JobSettings> resolveJobSettings(const LaunchOptions& opts) {
   if (!secret.isOk()) return secret.status();
   job.secret = std::move(secret).value();
   const char* runId = std::getenv("TORCHELASTIC_RUN_ID");
-  job.runId = (runId != nullptr && *runId != '\0') ? runId : "none";
+  if (opts.runId) {
+    job.runId = *opts.runId;
+  } else {
+    job.runId = (runId != nullptr && *runId != '\0') ? runId : "none";
+  }
   return job;
 }
 

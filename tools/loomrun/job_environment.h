@@ -27,6 +27,8 @@ struct JobSettings {
   int restartCount = 0;  // attempt number under --max-restarts, 0 first
   // --bind: the CPUs of each local rank (launcher/rank_binding.h); empty: unbound.
   std::vector<std::vector<int>> rankCpus;
+  // --log-dir: DIR/<run id>_<random> (tools/loomrun/log_files.h); empty: no files.
+  std::string logRunDir;
 };
 
 // Fills JobSettings from the options and the launcher's own environment
@@ -35,7 +37,8 @@ struct JobSettings {
 //  - LOOM_JOB_SECRET: inherited when set (must be 32 hex digits), else random
 //    for a single node; a multi-node job without one is an error, since the
 //    nodes could not agree on a secret;
-//  - TORCHELASTIC_RUN_ID: inherited when set, else "none" (torchrun's default).
+//  - TORCHELASTIC_RUN_ID: --rdzv-id (or the id --standalone drew), else
+//    inherited when set, else "none" (torchrun's default).
 // Errors: kInvalidUsage for configuration the user must fix, kSystemError when
 // no port or random bytes could be had.
 Result<JobSettings> resolveJobSettings(const LaunchOptions& opts);

@@ -1,5 +1,10 @@
 #include "tools/loomrun/loomrun_options.h"
 
+#include <dirent.h>
+#include <sched.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -33,6 +38,18 @@ Result<long> parseInteger(std::string_view name, std::string_view text, long lo,
 }
 
 Status applyLocalRanks(LaunchOptions& opts, std::string_view name, std::string_view value) {
+  if (value == "auto" || value == "cpu") {
+    opts.localRanks = std::min(value == "auto" ? autoLocalRanks() : availableCpus(), kMaxLocalRanks);
+    return Status::ok();
+  }
+  if (value == "gpu") {
+    const int gpus = visibleGpus();
+    LOOM_ENFORCE(gpus > 0, Code::kInvalidArgument,
+                 "option '%.*s' gpu: no NVIDIA GPU is visible (/proc/driver/nvidia/gpus, "
+                 "CUDA_VISIBLE_DEVICES)", static_cast<int>(name.size()), name.data());
+    opts.localRanks = std::min(gpus, kMaxLocalRanks);
+    return Status::ok();
+  }
   Result<long> n = parseInteger(name, value, 1, kMaxLocalRanks);
   if (!n.isOk()) return n.status();
   opts.localRanks = static_cast<int>(n.value());
@@ -65,6 +82,149 @@ Status applyMasterPort(LaunchOptions& opts, std::string_view name, std::string_v
   if (!port.isOk()) return port.status();
   opts.masterPort = static_cast<int>(port.value());
   return Status::ok();
+}
+
+// HOST:PORT, [IPV6]:PORT, or HOST alone (torchrun's port 29400 then); port
+// 0 asks for a free port, as torchrun's localhost:0 (single node only).
+Status applyRdzvEndpoint(LaunchOptions& opts, std::string_view name, std::string_view value) {
+  auto malformed = [&](const char* why) {
+    return makeError(Code::kInvalidArgument, "option '%.*s' expects HOST:PORT, got '%.*s' (%s)",
+                     static_cast<int>(name.size()), name.data(), static_cast<int>(value.size()),
+                     value.data(), why);
+  };
+  std::string_view host = value;
+  std::optional<std::string_view> port;
+  if (value.starts_with("[")) {
+    size_t close = value.find(']');
+    if (close == std::string_view::npos) return malformed("no ']' after an IPv6 address");
+    host = value.substr(1, close - 1);
+    std::string_view rest = value.substr(close + 1);
+    if (!rest.empty()) {
+      if (rest[0] != ':') return malformed("expected ':' after ']'");
+      port = rest.substr(1);
+    }
+  } else {
+    size_t colon = value.rfind(':');
+    if (colon != std::string_view::npos) {
+      if (value.find(':') != colon) return malformed("an IPv6 address needs [brackets]");
+      host = value.substr(0, colon);
+      port = value.substr(colon + 1);
+    }
+  }
+  if (host.empty()) return malformed("empty host");
+  int portNumber = kDefaultRendezvousPort;
+  if (port) {
+    Result<long> parsed = parseInteger(name, *port, 0, 65535);
+    if (!parsed.isOk()) return malformed("the port must be 0..65535");
+    portNumber = static_cast<int>(parsed.value());
+  }
+  opts.masterAddr = std::string(host);
+  if (portNumber == 0) opts.masterPort.reset();
+  else opts.masterPort = portNumber;
+  opts.rdzvEndpointGiven = true;
+  return Status::ok();
+}
+
+Status applyRdzvId(LaunchOptions& opts, std::string_view name, std::string_view value) {
+  LOOM_ENFORCE(!value.empty(), Code::kInvalidArgument, "option '%.*s' needs a non-empty id",
+               static_cast<int>(name.size()), name.data());
+  opts.runId = std::string(value);
+  return Status::ok();
+}
+
+// loomrun has one rendezvous (rank 0's bootstrap root at MASTER_ADDR:PORT);
+// torchrun's two common backend names are accepted so that scripts run.
+Status applyRdzvBackend(LaunchOptions&, std::string_view name, std::string_view value) {
+  LOOM_ENFORCE(value == "c10d" || value == "static", Code::kInvalidArgument,
+               "option '%.*s' supports c10d or static (both mean loomrun's own rendezvous), got '%.*s'",
+               static_cast<int>(name.size()), name.data(), static_cast<int>(value.size()), value.data());
+  return Status::ok();
+}
+
+Status applyStandalone(LaunchOptions& opts, std::string_view, std::string_view) {
+  opts.standalone = true;
+  return Status::ok();
+}
+
+Status applyModule(LaunchOptions& opts, std::string_view, std::string_view) {
+  LOOM_ENFORCE(opts.programKind != ProgramKind::kNoPython, Code::kInvalidUsage,
+               "options '-m/--module' and '--no-python' exclude each other");
+  opts.programKind = ProgramKind::kModule;
+  return Status::ok();
+}
+
+Status applyNoPython(LaunchOptions& opts, std::string_view, std::string_view) {
+  LOOM_ENFORCE(opts.programKind != ProgramKind::kModule, Code::kInvalidUsage,
+               "options '-m/--module' and '--no-python' exclude each other");
+  opts.programKind = ProgramKind::kNoPython;
+  return Status::ok();
+}
+
+Status applyLogDir(LaunchOptions& opts, std::string_view name, std::string_view value) {
+  LOOM_ENFORCE(!value.empty(), Code::kInvalidArgument, "option '%.*s' needs a directory",
+               static_cast<int>(name.size()), name.data());
+  opts.logDir = std::string(value);
+  return Status::ok();
+}
+
+Result<unsigned> parseStreamSet(std::string_view name, std::string_view text) {
+  Result<long> v = parseInteger(name, text, 0, 3);
+  if (!v.isOk()) {
+    return makeError(Code::kInvalidArgument,
+                     "option '%.*s' expects 0 (none), 1 (stdout), 2 (stderr), 3 (both) or "
+                     "LOCAL_RANK:VALUE,..., got '%.*s'",
+                     static_cast<int>(name.size()), name.data(), static_cast<int>(text.size()), text.data());
+  }
+  return static_cast<unsigned>(v.value());
+}
+
+// "3" for every local rank, or torchrun's map "0:3,1:1" (other ranks: 0).
+Status parseStreamOption(std::string_view name, std::string_view value, unsigned& all,
+                         std::vector<std::pair<int, unsigned>>& byRank) {
+  all = kNoStreams;
+  byRank.clear();
+  if (value.find(':') == std::string_view::npos) {
+    Result<unsigned> v = parseStreamSet(name, value);
+    if (!v.isOk()) return v.status();
+    all = v.value();
+    return Status::ok();
+  }
+  while (true) {
+    size_t comma = value.find(',');
+    std::string_view item = value.substr(0, comma);
+    size_t colon = item.find(':');
+    LOOM_ENFORCE(colon != std::string_view::npos, Code::kInvalidArgument,
+                 "option '%.*s': '%.*s' is not LOCAL_RANK:VALUE", static_cast<int>(name.size()),
+                 name.data(), static_cast<int>(item.size()), item.data());
+    Result<long> rank = parseInteger(name, item.substr(0, colon), 0, kMaxLocalRanks - 1);
+    if (!rank.isOk()) return rank.status();
+    Result<unsigned> v = parseStreamSet(name, item.substr(colon + 1));
+    if (!v.isOk()) return v.status();
+    byRank.emplace_back(static_cast<int>(rank.value()), v.value());
+    if (comma == std::string_view::npos) return Status::ok();
+    value.remove_prefix(comma + 1);
+  }
+}
+
+Status applyRedirects(LaunchOptions& opts, std::string_view name, std::string_view value) {
+  return parseStreamOption(name, value, opts.redirectsAll, opts.redirectsByRank);
+}
+
+Status applyTee(LaunchOptions& opts, std::string_view name, std::string_view value) {
+  return parseStreamOption(name, value, opts.teeAll, opts.teeByRank);
+}
+
+// torchrun's form: local ranks separated by commas, e.g. "0" or "0,3".
+Status applyLocalRanksFilter(LaunchOptions& opts, std::string_view name, std::string_view value) {
+  opts.terminalRanks.clear();
+  while (true) {
+    size_t comma = value.find(',');
+    Result<long> rank = parseInteger(name, value.substr(0, comma), 0, kMaxLocalRanks - 1);
+    if (!rank.isOk()) return rank.status();
+    opts.terminalRanks.push_back(static_cast<int>(rank.value()));
+    if (comma == std::string_view::npos) return Status::ok();
+    value.remove_prefix(comma + 1);
+  }
 }
 
 Status applyKillTimeout(LaunchOptions& opts, std::string_view name, std::string_view value) {
@@ -132,6 +292,16 @@ Status applyHelpEnv(LaunchOptions& opts, std::string_view name, std::string_view
 constexpr OptionSpec kOptions[] = {
     {{"-n", "--nproc-per-node", "--nproc_per_node"}, true, applyLocalRanks},
     {{"--nnodes"}, true, applyNodes},
+    {{"--standalone"}, false, applyStandalone},
+    {{"--rdzv-endpoint", "--rdzv_endpoint"}, true, applyRdzvEndpoint},
+    {{"--rdzv-id", "--rdzv_id"}, true, applyRdzvId},
+    {{"--rdzv-backend", "--rdzv_backend"}, true, applyRdzvBackend},
+    {{"-m", "--module"}, false, applyModule},
+    {{"--no-python", "--no_python"}, false, applyNoPython},
+    {{"--log-dir", "--log_dir"}, true, applyLogDir},
+    {{"-r", "--redirects"}, true, applyRedirects},
+    {{"-t", "--tee"}, true, applyTee},
+    {{"--local-ranks-filter", "--local_ranks_filter"}, true, applyLocalRanksFilter},
     {{"--node-rank", "--node_rank"}, true, applyNodeRank},
     {{"--master-addr", "--master_addr"}, true, applyMasterAddr},
     {{"--master-port", "--master_port"}, true, applyMasterPort},
@@ -139,7 +309,7 @@ constexpr OptionSpec kOptions[] = {
     {{"--max-restarts", "--max_restarts"}, true, applyMaxRestarts},
     {{"--bind", "--cpu-bind"}, true, applyBind},
     {{"--bind-verbose"}, false, applyBindVerbose},
-    {{"--tag-output"}, false, applyTag},
+    {{"--tag-output", "--prefix-output"}, false, applyTag},
     {{"--no-tag-output"}, false, applyNoTag},
     {{"-h", "--help"}, false, applyHelp},
     {{"--version"}, false, applyVersion},
@@ -179,13 +349,97 @@ Status checkComplete(const LaunchOptions& opts) {
   LOOM_ENFORCE(opts.nodeRank < opts.nodes, Code::kInvalidArgument,
                "option '--node-rank' value %d out of range [0, %d) for --nnodes %d",
                opts.nodeRank, opts.nodes, opts.nodes);
+  LOOM_ENFORCE(!opts.standalone || (opts.nodes == 1 && !opts.rdzvEndpointGiven && !opts.masterPort),
+               Code::kInvalidUsage,
+               "option '--standalone' is a single-node job on a free local port; it cannot be "
+               "combined with --nnodes > 1, --rdzv-endpoint or --master-port");
   LOOM_ENFORCE(opts.nodes == 1 || opts.masterPort.has_value(), Code::kInvalidUsage,
-               "option '--master-port' is required when --nnodes > 1 "
+               "option '--master-port' (or --rdzv-endpoint HOST:PORT) is required when --nnodes > 1 "
                "(every node must meet at the same MASTER_ADDR:MASTER_PORT)");
+  LOOM_ENFORCE(!opts.wantsLogFiles() || opts.logDir.has_value(), Code::kInvalidUsage,
+               "options '--redirects' and '--tee' write files under --log-dir DIR, which is missing");
   return Status::ok();
 }
 
+unsigned streamsOf(int localRank, unsigned all, const std::vector<std::pair<int, unsigned>>& byRank) {
+  if (byRank.empty()) return all;
+  for (const auto& [rank, value] : byRank) {
+    if (rank == localRank) return value;
+  }
+  return kNoStreams;
+}
+
 }  // namespace
+
+bool LaunchOptions::keepLinesWhole() const {
+  if (tagOutput.has_value()) return *tagOutput;
+  int shown = 0;
+  for (int local = 0; local < localRanks; ++local) shown += showsOnTerminal(local) ? 1 : 0;
+  return shown > 1;
+}
+
+bool LaunchOptions::showsOnTerminal(int localRank) const {
+  return terminalRanks.empty() ||
+         std::find(terminalRanks.begin(), terminalRanks.end(), localRank) != terminalRanks.end();
+}
+
+unsigned LaunchOptions::redirectsOf(int localRank) const {
+  return streamsOf(localRank, redirectsAll, redirectsByRank);
+}
+
+unsigned LaunchOptions::teeOf(int localRank) const { return streamsOf(localRank, teeAll, teeByRank); }
+
+bool LaunchOptions::wantsLogFiles() const {
+  return redirectsAll != kNoStreams || teeAll != kNoStreams || !redirectsByRank.empty() ||
+         !teeByRank.empty();
+}
+
+std::string pythonInterpreter() {
+  const char* exec = std::getenv(kPythonExecVariable);
+  return exec != nullptr && *exec != '\0' ? exec : kPythonInterpreter;
+}
+
+std::vector<std::string> LaunchOptions::execCommand() const {
+  if (command.empty()) return command;
+  std::vector<std::string> argv;
+  // -u: unbuffered, so a rank's prints reach loomrun (and the terminal) as
+  // they happen, as torchrun runs its workers.
+  if (programKind == ProgramKind::kModule) {
+    argv = {pythonInterpreter(), "-u", "-m"};
+  } else if (programKind == ProgramKind::kAuto && command[0].ends_with(".py")) {
+    argv = {pythonInterpreter(), "-u"};
+  }
+  argv.insert(argv.end(), command.begin(), command.end());
+  return argv;
+}
+
+int visibleGpus() {
+  int gpus = 0;
+  if (DIR* dir = opendir("/proc/driver/nvidia/gpus")) {
+    while (dirent* e = readdir(dir)) gpus += e->d_name[0] == '.' ? 0 : 1;
+    closedir(dir);
+  }
+  // CUDA numbers only the devices CUDA_VISIBLE_DEVICES lists ("" hides all).
+  if (const char* visible = std::getenv("CUDA_VISIBLE_DEVICES"); visible != nullptr && gpus > 0) {
+    std::string_view list = visible;
+    int listed = list.empty() ? 0 : 1 + static_cast<int>(std::count(list.begin(), list.end(), ','));
+    gpus = std::min(gpus, listed);
+  }
+  return gpus;
+}
+
+int autoLocalRanks() {
+  const int gpus = visibleGpus();
+  return gpus > 0 ? gpus : availableCpus();
+}
+
+int availableCpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+  long online = sysconf(_SC_NPROCESSORS_ONLN);
+  return online > 0 ? static_cast<int>(online) : 1;
+}
 
 Result<LaunchOptions> parseOptions(int argc, const char* const* argv) {
   LaunchOptions opts;
@@ -230,17 +484,44 @@ environment of a torchrun worker (RANK, WORLD_SIZE, LOCAL_RANK,
 LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR, MASTER_PORT, LOOM_JOB_SECRET,
 TORCHELASTIC_*). If one rank fails, the others are stopped and loomrun exits
 with the failing rank's status (128+signal when it was killed by a signal).
+PROG ending in .py runs as `python3 -u PROG` (python3 from PATH, or
+$PYTHON_EXEC when set).
 
-Options:
-  -n, --nproc-per-node N   ranks to start on this node (1..1024, required)
+Options (torchrun's underscore spellings, e.g. --nproc_per_node, work too):
+  -n, --nproc-per-node N   ranks to start on this node (1..1024, required);
+                           gpu: the GPUs visible (CUDA_VISIBLE_DEVICES
+                           counts); cpu: the CPUs of loomrun's affinity
+                           mask; auto: gpu when there are GPUs, else cpu
+  --standalone             a single-node job on a free local port with a
+                           random run id (torchrun's --standalone)
   --nnodes K               nodes in the job (default 1)
   --node-rank R            index of this node, 0..K-1 (default 0)
   --master-addr A          address of the rendezvous root (default 127.0.0.1)
   --master-port P          its port; default: a free port when K == 1,
                            required when K > 1
-  --tag-output             prefix every output line with "[<rank>] "
-                           (default when the job has more than one rank)
-  --no-tag-output          pass the ranks' output through unchanged
+  --rdzv-endpoint H:P      the same as --master-addr H --master-port P
+                           ([ADDR]:P for IPv6; H alone: port 29400;
+                           port 0: a free port, single node only)
+  --rdzv-id ID             the job's run id (TORCHELASTIC_RUN_ID; default
+                           inherited, else "none")
+  --rdzv-backend B         c10d or static, accepted for torchrun scripts;
+                           loomrun always uses its own rendezvous
+  -m, --module             PROG is a Python module: run `python3 -u -m PROG`
+  --no-python              run PROG as an executable, even a .py file
+  --log-dir DIR            write rank logs under DIR/<run id>_<random>/
+                           attempt_<n>/<local rank>/stdout.log, stderr.log
+  -r, --redirects V        streams that go to those files only: 0 none
+                           (default), 1 stdout, 2 stderr, 3 both; or per
+                           local rank, e.g. 0:3,1:1 (other ranks: 0)
+  -t, --tee V              streams that go to the files and the terminal
+                           (values as --redirects)
+  --local-ranks-filter L   only these local ranks' output reaches the
+                           terminal, e.g. 0 or 0,3 (files are unaffected)
+  --tag-output             prefix every terminal line with "[<rank>] "
+                           (also --prefix-output; default: no prefix, as
+                           torchrun; lines of several ranks are kept whole,
+                           a single rank's bytes pass through unchanged)
+  --no-tag-output          pass the ranks' output through byte for byte
   --kill-timeout S         seconds between SIGTERM and SIGKILL when stopping
                            ranks (default 5)
   --max-restarts N         when a rank fails, stop all ranks and start them

@@ -15,6 +15,7 @@
 
 #include "tools/loomrun/env_help.h"
 #include "tools/loomrun/job_environment.h"
+#include "tools/loomrun/log_files.h"
 #include "tools/loomrun/loomrun_options.h"
 #include "tools/loomrun/rank_binding.h"
 #include "tools/loomrun/signal_channel.h"
@@ -47,6 +48,7 @@ bool stopRequestedBetweenAttempts(loom::launcher::SignalChannel& signals) {
 int runAttempts(const loom::launcher::LaunchOptions& opts, const std::vector<std::vector<int>>& rankCpus,
                 loom::launcher::SignalChannel& signals) {
   using namespace loom::launcher;
+  std::string logRunDir;  // one for the whole run; attempt_<n> below it
   for (int attempt = 0;; ++attempt) {
     // Fresh port (and secret, unless inherited) for every attempt, as for a
     // new job: ranks of the failed attempt can never join the new one.
@@ -57,6 +59,16 @@ int runAttempts(const loom::launcher::LaunchOptions& opts, const std::vector<std
     }
     job->restartCount = attempt;
     job->rankCpus = rankCpus;
+    if (opts.logDir && opts.wantsLogFiles() && logRunDir.empty()) {
+      loom::Result<std::string> dir = createRunLogDir(*opts.logDir, job->runId);
+      if (!dir.isOk()) {
+        std::fprintf(stderr, "loomrun: %s\n", dir.status().message().c_str());
+        return 1;
+      }
+      logRunDir = dir.value();
+      std::fprintf(stderr, "loomrun: rank logs in %s\n", logRunDir.c_str());
+    }
+    job->logRunDir = logRunDir;
     Supervisor supervisor(opts, job.value(), signals);
     int status = supervisor.run();
     if (!supervisor.restartable()) return status;
@@ -95,6 +107,16 @@ int launch(int argc, const char* const* argv) {
     const std::string text = opts->envHelp == EnvHelpFormat::kMarkdown ? envHelpMarkdown() : envHelpText();
     std::fputs(text.c_str(), stdout);
     return 0;
+  }
+  // --standalone: a run id of its own, like torchrun's random one, kept
+  // across restarts so every attempt's logs share one directory.
+  if (opts->standalone && !opts->runId) {
+    loom::Result<std::string> id = randomSecretHex();
+    if (!id.isOk()) {
+      std::fprintf(stderr, "loomrun: %s\n", id.status().message().c_str());
+      return 1;
+    }
+    opts->runId = id.value().substr(0, 12);
   }
   auto signals = SignalChannel::open();
   if (!signals.isOk()) {

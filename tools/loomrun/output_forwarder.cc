@@ -34,8 +34,10 @@ bool OutputSink::write(std::string_view data) {
   return !broken_;
 }
 
-StreamForwarder::StreamForwarder(int pipeFd, OutputSink& sink, std::string prefix)
-    : fd_(pipeFd), sink_(sink), prefix_(std::move(prefix)) {
+StreamForwarder::StreamForwarder(int pipeFd, OutputSink* terminal, OutputSink* file,
+                                 std::string prefix, bool wholeLines)
+    : fd_(pipeFd), terminal_(terminal), file_(file), prefix_(std::move(prefix)),
+      wholeLines_(wholeLines || !prefix_.empty()) {
   int flags = fcntl(fd_, F_GETFL);
   fcntl(fd_, F_SETFL, flags | O_NONBLOCK);
 }
@@ -44,7 +46,7 @@ StreamForwarder::~StreamForwarder() { closePipe(); }
 
 void StreamForwarder::pump() {
   if (fd_ < 0) return;
-  if (sink_.broken()) {
+  if (sinksBroken()) {
     closePipe();
     return;
   }
@@ -57,12 +59,20 @@ void StreamForwarder::pump() {
     return;
   }
   std::string_view data(buf, static_cast<size_t>(n));
-  if (prefix_.empty()) {
-    sink_.write(data);
-  } else {
-    forwardTagged(data);
-  }
-  if (sink_.broken()) closePipe();
+  if (file_ != nullptr) file_->write(data);
+  if (terminal_ != nullptr && wholeLines_) forwardLines(data);
+  else if (terminal_ != nullptr) terminal_->write(data);
+  if (sinksBroken()) closePipe();
+}
+
+// The pipe is kept open while any destination still takes the output: the
+// rank sees EPIPE only once nothing reads what it writes. A stream with no
+// destination at all (filtered out, not logged) is read and dropped.
+bool StreamForwarder::sinksBroken() const {
+  if (terminal_ == nullptr && file_ == nullptr) return false;
+  bool terminalGone = terminal_ == nullptr || terminal_->broken();
+  bool fileGone = file_ == nullptr || file_->broken();
+  return terminalGone && fileGone;
 }
 
 void StreamForwarder::finish() {
@@ -75,7 +85,7 @@ void StreamForwarder::finish() {
   closePipe();
 }
 
-void StreamForwarder::forwardTagged(std::string_view data) {
+void StreamForwarder::forwardLines(std::string_view data) {
   std::string out;
   size_t newline;
   while ((newline = data.find('\n')) != std::string_view::npos) {
@@ -93,17 +103,17 @@ void StreamForwarder::forwardTagged(std::string_view data) {
     partial_.clear();
     midLine_ = true;
   }
-  sink_.write(out);
+  terminal_->write(out);
 }
 
 void StreamForwarder::flushPartialLine() {
-  if (prefix_.empty() || (partial_.empty() && !midLine_)) return;
+  if (terminal_ == nullptr || !wholeLines_ || (partial_.empty() && !midLine_)) return;
   std::string out = midLine_ ? std::string() : prefix_;
   out += partial_;
   out += '\n';
   partial_.clear();
   midLine_ = false;
-  sink_.write(out);
+  terminal_->write(out);
 }
 
 void StreamForwarder::closePipe() {

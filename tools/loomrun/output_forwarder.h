@@ -2,10 +2,12 @@
 //
 // Each rank writes into two pipes; loomrun polls all read ends (non-blocking,
 // so one chatty or silent rank never stalls the others) and forwards what it
-// reads. In tagged mode every line gets a "[<rank>] " prefix and is written
-// whole, so lines of different ranks never mix; an unfinished last line is
-// flushed, with a newline added, when the rank's pipe closes. In raw mode the
-// bytes are passed through as they arrive (progress bars keep working).
+// reads. In line mode every line is written whole (with a "[<rank>] " prefix
+// when tagging), so lines of different ranks never mix; an unfinished last
+// line is flushed, with a newline added, when the rank's pipe closes. In raw
+// mode the bytes are passed through as they arrive (progress bars keep
+// working). With --log-dir a stream may also (tee) or only (redirect) be
+// written to a file, byte for byte, without prefix.
 //
 // Thread safety: none; everything runs on loomrun's single supervision thread.
 #pragma once
@@ -36,8 +38,12 @@ class OutputSink {
 class StreamForwarder {
  public:
   // Takes ownership of `pipeFd` (the read end; made non-blocking here).
-  // An empty `prefix` selects raw mode.
-  StreamForwarder(int pipeFd, OutputSink& sink, std::string prefix);
+  // `terminal` (may be null: redirected to the file only, or filtered out;
+  // with neither destination the bytes are dropped) gets the lines
+  // with `prefix`, whole when `wholeLines` (always when a prefix is given);
+  // `file` (may be null) gets the bytes unchanged. Neither is owned.
+  StreamForwarder(int pipeFd, OutputSink* terminal, OutputSink* file, std::string prefix,
+                  bool wholeLines);
   ~StreamForwarder();
   StreamForwarder(const StreamForwarder&) = delete;
   StreamForwarder& operator=(const StreamForwarder&) = delete;
@@ -55,14 +61,17 @@ class StreamForwarder {
   void finish();
 
  private:
-  void forwardTagged(std::string_view data);
+  void forwardLines(std::string_view data);
   void flushPartialLine();
   void closePipe();
+  bool sinksBroken() const;
 
   int fd_;
-  OutputSink& sink_;
+  OutputSink* terminal_;
+  OutputSink* file_;
   std::string prefix_;
-  std::string partial_;    // tagged mode: bytes after the last newline
+  bool wholeLines_;
+  std::string partial_;    // line mode: bytes after the last newline
   bool midLine_ = false;  // an over-long line was already started on the sink
 };
 

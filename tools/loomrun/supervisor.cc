@@ -47,30 +47,65 @@ int Supervisor::run() {
 
 void Supervisor::startRanks() {
   const bool tag = opts_.shouldTagOutput();
+  const std::vector<std::string> argv = opts_.execCommand();
   for (int local = 0; local < opts_.localRanks; ++local) {
-    RankCommand command{opts_.command, rankEnvironment(environ, opts_, job_, local), {}};
+    Rank rank;
+    rank.rank = opts_.nodeRank * opts_.localRanks + local;
+    Status files = openLogFiles(rank, local);
+    if (!files.isOk()) {
+      reportStartFailure(files, 1);
+      return;
+    }
+    RankCommand command{argv, rankEnvironment(environ, opts_, job_, local), {}};
     if (static_cast<size_t>(local) < job_.rankCpus.size()) command.cpus = job_.rankCpus[static_cast<size_t>(local)];
     Result<SpawnedRank> spawned = spawnRank(command, signals_);
     if (!spawned.isOk()) {
       bool cannotExecute = spawned.status().code() == Code::kInvalidArgument;
-      failureStatus_ = cannotExecute ? kExitCannotExecute : 1;
-      int started = static_cast<int>(ranks_.size());
-      std::string stopping =
-          started == 0 ? ""
-                       : strprintf("; stopping the %d started rank%s", started, plural(started));
-      stderr_.write(strprintf("loomrun: %s%s\n", spawned.status().message().c_str(),
-                              stopping.c_str()));
-      if (!ranks_.empty()) beginStopping(SIGTERM);
+      reportStartFailure(spawned.status(), cannotExecute ? kExitCannotExecute : 1);
       return;
     }
-    Rank rank;
-    rank.rank = opts_.nodeRank * opts_.localRanks + local;
     rank.pid = spawned->pid;
     std::string prefix = !tag ? "" : strprintf("[%d] ", rank.rank);
-    rank.out = std::make_unique<StreamForwarder>(spawned->stdoutFd, stdout_, prefix);
-    rank.err = std::make_unique<StreamForwarder>(spawned->stderrFd, stderr_, prefix);
+    const bool whole = opts_.keepLinesWhole();
+    // A redirected stream goes to its file only; a teed one to both; a rank
+    // left out by --local-ranks-filter shows nothing.
+    const unsigned fileOnly =
+        opts_.showsOnTerminal(local) ? opts_.redirectsOf(local) & ~opts_.teeOf(local) : kBothStreams;
+    OutputSink* out = (fileOnly & kStdout) ? nullptr : &stdout_;
+    OutputSink* err = (fileOnly & kStderr) ? nullptr : &stderr_;
+    rank.out = std::make_unique<StreamForwarder>(spawned->stdoutFd, out,
+                                                 rank.outFile ? &rank.outFile->sink() : nullptr, prefix, whole);
+    rank.err = std::make_unique<StreamForwarder>(spawned->stderrFd, err,
+                                                 rank.errFile ? &rank.errFile->sink() : nullptr, prefix, whole);
     ranks_.push_back(std::move(rank));
   }
+}
+
+Status Supervisor::openLogFiles(Rank& rank, int localRank) {
+  const unsigned streams = opts_.redirectsOf(localRank) | opts_.teeOf(localRank);
+  if (job_.logRunDir.empty() || streams == kNoStreams) return Status::ok();
+  Result<std::string> dir = createRankLogDir(job_.logRunDir, job_.restartCount, localRank);
+  if (!dir.isOk()) return dir.status();
+  if (streams & kStdout) {
+    Result<std::unique_ptr<LogFile>> f = LogFile::open(dir.value() + "/stdout.log");
+    if (!f.isOk()) return f.status();
+    rank.outFile = std::move(f).value();
+  }
+  if (streams & kStderr) {
+    Result<std::unique_ptr<LogFile>> f = LogFile::open(dir.value() + "/stderr.log");
+    if (!f.isOk()) return f.status();
+    rank.errFile = std::move(f).value();
+  }
+  return Status::ok();
+}
+
+void Supervisor::reportStartFailure(const Status& status, int exitStatus) {
+  failureStatus_ = exitStatus;
+  int started = static_cast<int>(ranks_.size());
+  std::string stopping =
+      started == 0 ? "" : strprintf("; stopping the %d started rank%s", started, plural(started));
+  stderr_.write(strprintf("loomrun: %s%s\n", status.message().c_str(), stopping.c_str()));
+  if (!ranks_.empty()) beginStopping(SIGTERM);
 }
 
 void Supervisor::supervise() {

@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "tools/loomrun/job_environment.h"
+#include "tools/loomrun/log_files.h"
 #include "tools/loomrun/loomrun_options.h"
 #include "tools/loomrun/output_forwarder.h"
 #include "tools/loomrun/signal_channel.h"
@@ -65,11 +66,15 @@ class Supervisor {
     int rank = 0;  // global rank
     pid_t pid = -1;
     bool exited = false;  // a zombie until the final reap
+    std::unique_ptr<LogFile> outFile;  // --log-dir with --redirects/--tee
+    std::unique_ptr<LogFile> errFile;
     std::unique_ptr<StreamForwarder> out;
     std::unique_ptr<StreamForwarder> err;
   };
 
   void startRanks();
+  Status openLogFiles(Rank& rank, int localRank);
+  void reportStartFailure(const Status& status, int exitStatus);
   void supervise();
   void pollOnce();
   void handleSignals();

@@ -52,7 +52,7 @@ const EnvChanges kStaleEnvironment = {{"RANK", "99"},
 
 TEST(LoomrunEnvironment, SingleNodeRanksGetTorchrunVariables) {
   const int n = 3;
-  ProcessResult r = runLoomrun({"-n", std::to_string(n), "sh", "-c", echoVariablesScript()},
+  ProcessResult r = runLoomrun({"-n", std::to_string(n), "--tag-output", "sh", "-c", echoVariablesScript()},
                                kStaleEnvironment);
   ASSERT_TRUE(r.finished);
   ASSERT_EQ(r.exitCode, 0) << r.err;
@@ -101,7 +101,7 @@ TEST(LoomrunEnvironment, MultiNodeRankArithmeticAndInheritedSecret) {
   for (int node = 0; node < nodes; ++node) {
     ProcessResult r = runLoomrun(
         {"-n", std::to_string(perNode), "--nnodes", std::to_string(nodes), "--node-rank",
-         std::to_string(node), "--master-addr", "10.1.2.3", "--master-port", "29555", "sh", "-c",
+         std::to_string(node), "--master-addr", "10.1.2.3", "--master-port", "29555", "--tag-output", "sh", "-c",
          echoVariablesScript()},
         {{"LOOM_JOB_SECRET", secret}, {"TORCHELASTIC_RUN_ID", "job42"}, {"RANK", "99"}});
     ASSERT_TRUE(r.finished);
