@@ -73,8 +73,8 @@ TEST(Config, EveryKnobIsDocumented) {
   std::set<std::string> closedSections;
   std::string section;
   for (const auto& k : configKnobs()) {
-    const bool launcher = std::string(k.defaultValue).rfind("set by loomrun", 0) == 0;
-    // Only the launcher-to-rank protocol keeps torchrun's names (RANK, MASTER_PORT).
+    const bool launcher = std::string(k.defaultValue).rfind("set by ", 0) == 0;
+    // Only the launchers' variables (RANK, MASTER_PORT, OMPI_*, SLURM_*) keep their names.
     if (!launcher) EXPECT_EQ(std::string(k.env).rfind("LOOM_", 0), 0u) << k.env;
     EXPECT_TRUE(names.insert(k.env).second) << k.env << " declared twice";
     EXPECT_GT(std::string(k.doc).size(), 10u) << k.env;
