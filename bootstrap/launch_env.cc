@@ -110,18 +110,23 @@ Result<LaunchEnv> readLaunchEnv(const EnvLookup& env) {
     s = readPlace(env, l, "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", &out);
     out.jobKey = "torchrun:" + orEmpty(env("TORCHELASTIC_RUN_ID")) + ":" + orEmpty(env("MASTER_ADDR")) + ":" +
                  orEmpty(env("MASTER_PORT"));
+    // torchrun's store holds MASTER_PORT on MASTER_ADDR while the job runs.
+    out.jobKeyUnique = isSet(env("MASTER_PORT"));
   } else if (isSet(env("OMPI_COMM_WORLD_RANK")) || isSet(env("OMPI_COMM_WORLD_SIZE"))) {
     if (!isSet(env("OMPI_COMM_WORLD_RANK")))
       return makeError(Code::kInvalidArgument, "Open MPI: OMPI_COMM_WORLD_SIZE is set but OMPI_COMM_WORLD_RANK is not");
     s = readPlace(env, Launcher::kOpenMpi, "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
                   "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE", &out);
-    out.jobKey = "ompi:" + orEmpty(firstSet(env, {"PMIX_NAMESPACE", "OMPI_MCA_ess_base_jobid",
-                                                  "OMPI_MCA_orte_ess_jobid"}));
+    const char* job = firstSet(env, {"PMIX_NAMESPACE", "OMPI_MCA_ess_base_jobid", "OMPI_MCA_orte_ess_jobid"});
+    out.jobKey = "ompi:" + orEmpty(job);
+    out.jobKeyUnique = job != nullptr;
   } else if (isSet(env("PMI_RANK")) || isSet(env("PMI_SIZE"))) {
     if (!isSet(env("PMI_RANK")))
       return makeError(Code::kInvalidArgument, "%s: PMI_SIZE is set but PMI_RANK is not", launcherName(Launcher::kPmi));
     s = readPlace(env, Launcher::kPmi, "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS", &out);
-    out.jobKey = "pmi:" + orEmpty(firstSet(env, {"PMI_KVSNAME", "PMI_PORT", "I_MPI_JOB_ID"}));
+    const char* job = firstSet(env, {"PMI_KVSNAME", "I_MPI_JOB_ID"});
+    out.jobKey = "pmi:" + orEmpty(job);
+    out.jobKeyUnique = job != nullptr;
   } else if (isSet(env("PMIX_RANK"))) {
     // PMIx passes the size through its server, not the environment: take the
     // step size from Slurm (srun --mpi=pmix), the usual PMIx launcher.
@@ -134,10 +139,12 @@ Result<LaunchEnv> readLaunchEnv(const EnvLookup& env) {
     s = readPlace(env, Launcher::kPmix, "PMIX_RANK", sizeVar, "SLURM_LOCALID", nullptr, &out);
     slurmLocalSize(env, &out);
     out.jobKey = "pmix:" + orEmpty(env("PMIX_NAMESPACE")) + ":" + slurmJobKey(env);
+    out.jobKeyUnique = isSet(env("PMIX_NAMESPACE")) || isSet(env("SLURM_JOB_ID"));
   } else if (isSet(env("SLURM_PROCID"))) {
     s = readPlace(env, Launcher::kSlurm, "SLURM_PROCID", slurmSizeVar(env), "SLURM_LOCALID", nullptr, &out);
     slurmLocalSize(env, &out);
     out.jobKey = slurmJobKey(env);
+    out.jobKeyUnique = isSet(env("SLURM_JOB_ID"));
   }
   if (!s.isOk()) return s;
   if (out.launcher == Launcher::kNone) return out;

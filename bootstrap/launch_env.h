@@ -44,8 +44,10 @@ struct LaunchEnv {
   int masterPort = 0;      // MASTER_PORT, 0 when unset
   std::string secretHex;   // LOOM_JOB_SECRET
   // What identifies this job to all of its ranks (launcher job/step ids),
-  // to name the rendezvous file.
+  // to name the rendezvous file; jobKeyUnique: it holds an id no other
+  // running job has (false: e.g. MPICH's Hydra, which exports none).
   std::string jobKey;
+  bool jobKeyUnique = false;
 
   bool singleHost() const { return localSize == size; }
   bool namesRendezvous() const { return !secretHex.empty(); }

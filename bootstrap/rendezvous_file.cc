@@ -95,10 +95,15 @@ Result<std::string> rendezvousFilePath(const LaunchEnv& place, const std::string
   std::string name = hashHex(place.jobKey);
   if (place.singleHost()) {
     dir = !runtimeDir.empty() ? runtimeDir + "/loom" : "/tmp/loom-" + std::to_string(uid);
-    // Every rank on one host shares its launcher's agent as parent; the pid
-    // keeps apart jobs whose launcher ids repeat (torchrun's default id).
-    name += "-" + std::to_string(parent);
+    // Without a job id from the launcher, the ranks' common parent (the
+    // launcher's agent on this host) tells this job from others.
+    if (!place.jobKeyUnique) name += "-" + std::to_string(parent);
   } else {
+    if (!place.jobKeyUnique)
+      return makeError(Code::kInvalidArgument,
+                       "%s: ranks on several hosts, but the launcher exports no job id to name their rendezvous; "
+                       "set LOOM_JOB_SECRET, MASTER_ADDR and MASTER_PORT the same on every rank",
+                       launcherName(place.launcher));
     if (home.empty())
       return makeError(Code::kInvalidArgument,
                        "%s: ranks on several hosts meet through a file in $HOME/.loom/rendezvous, but HOME is not "

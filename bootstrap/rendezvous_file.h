@@ -7,9 +7,10 @@
 //     own and closed to everyone else (0700), and a reader refuses a file
 //     that is a link, is not the user's, or is open to others;
 //   - ranks all on one host use the per-user runtime directory
-//     ($XDG_RUNTIME_DIR/loom, else /tmp/loom-<uid>) and add their common
-//     parent's pid (the launcher's agent) to the name; ranks on several hosts
-//     use $HOME/.loom/rendezvous, which must be shared between them.
+//     ($XDG_RUNTIME_DIR/loom, else /tmp/loom-<uid>); when the launcher
+//     exports no job id, their common parent's pid (the launcher's agent)
+//     names the job; ranks on several hosts use $HOME/.loom/rendezvous,
+//     which must be shared between them, and need the launcher's job id.
 #pragma once
 
 #include <string>
@@ -20,7 +21,7 @@
 
 namespace loom::bootstrap {
 
-// The file for this job: <dir>/<launcher job key hash>[-<parent pid>].
+// The file for this job: <dir>/<hash of the launcher's job key>[-<parent pid>].
 // `runtimeDir` is $XDG_RUNTIME_DIR (may be empty), `home` is $HOME.
 Result<std::string> rendezvousFilePath(const LaunchEnv& place, const std::string& runtimeDir,
                                        const std::string& home, uid_t uid, pid_t parent);

@@ -23,8 +23,9 @@ std::string makeTempDir() {
   return d ? d : "";
 }
 
-LaunchEnv place(int size, int localSize, const std::string& key) {
+LaunchEnv place(int size, int localSize, const std::string& key, bool unique = true) {
   LaunchEnv e;
+  e.jobKeyUnique = unique;
   e.launcher = Launcher::kSlurm;
   e.size = size;
   e.localSize = localSize;
@@ -32,19 +33,23 @@ LaunchEnv place(int size, int localSize, const std::string& key) {
   return e;
 }
 
-TEST(RendezvousFile, OneHostUsesTheRuntimeDirAndTheParentPid) {
+TEST(RendezvousFile, OneHostUsesTheRuntimeDir) {
   auto p = rendezvousFilePath(place(2, 2, "slurm:7.0"), "/run/user/1000", "/home/u", 1000, 4242);
   ASSERT_TRUE(p.isOk()) << p.status().message();
   EXPECT_EQ(p.value().rfind("/run/user/1000/loom/", 0), 0u) << p.value();
-  EXPECT_EQ(p.value().substr(p.value().size() - 5), "-4242");
+  EXPECT_EQ(p.value().find("4242"), std::string::npos) << "a launcher's job id needs no parent pid";
+  // Without a job id (Hydra), the common parent names the job.
+  auto hydra = rendezvousFilePath(place(2, 2, "pmi:", false), "/run/user/1000", "/home/u", 1000, 4242);
+  ASSERT_TRUE(hydra.isOk());
+  EXPECT_EQ(hydra.value().substr(hydra.value().size() - 5), "-4242");
   auto noRuntime = rendezvousFilePath(place(2, 2, "slurm:7.0"), "", "/home/u", 1000, 4242);
   ASSERT_TRUE(noRuntime.isOk());
   EXPECT_EQ(noRuntime.value().rfind("/tmp/loom-1000/", 0), 0u) << noRuntime.value();
   // Another job (key) or another launcher agent (parent) is another file.
   EXPECT_NE(rendezvousFilePath(place(2, 2, "slurm:8.0"), "/r", "", 1, 9).value(),
             rendezvousFilePath(place(2, 2, "slurm:7.0"), "/r", "", 1, 9).value());
-  EXPECT_NE(rendezvousFilePath(place(2, 2, "slurm:7.0"), "/r", "", 1, 9).value(),
-            rendezvousFilePath(place(2, 2, "slurm:7.0"), "/r", "", 1, 10).value());
+  EXPECT_NE(rendezvousFilePath(place(2, 2, "pmi:", false), "/r", "", 1, 9).value(),
+            rendezvousFilePath(place(2, 2, "pmi:", false), "/r", "", 1, 10).value());
 }
 
 TEST(RendezvousFile, SeveralHostsUseTheHomeDirectory) {
@@ -55,6 +60,9 @@ TEST(RendezvousFile, SeveralHostsUseTheHomeDirectory) {
   auto noHome = rendezvousFilePath(place(4, 2, "slurm:7.0"), "", "", 1000, 1);
   ASSERT_FALSE(noHome.isOk());
   EXPECT_NE(noHome.status().message().find("HOME"), std::string::npos);
+  auto noJobId = rendezvousFilePath(place(4, 2, "pmi:", false), "", "/home/u", 1000, 1);
+  ASSERT_FALSE(noJobId.isOk());
+  EXPECT_NE(noJobId.status().message().find("LOOM_JOB_SECRET"), std::string::npos);
 }
 
 TEST(RendezvousFile, PublishedIdIsReadBackAndPrivate) {
