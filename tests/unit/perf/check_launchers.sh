@@ -9,6 +9,9 @@
 #   slurm     two processes with srun's variables (SLURM_PROCID, ...), started here
 #   torchrun  python3 -m torch.distributed.run --standalone --nproc_per_node 2 --no_python
 #   bad-env   a partial environment (RANK without WORLD_SIZE): exit 1 naming WORLD_SIZE
+# With PROBE=1 the program is launch_probe (a Loom program without MPI): each
+# process prints "rank R of N ... sum S, expected S"; the check is then that
+# every rank 0..N-1 printed, in a job of N, with the right sum.
 set -u
 mode=$1
 shift
@@ -75,6 +78,13 @@ esac
 
 cat "$out"
 [ $rc = 0 ] || { echo "check_launchers.sh: $mode: exit $rc"; exit 1; }
+if [ "${PROBE:-0}" = 1 ]; then
+  ranks=$(grep -E "rank [0-9]+ of $n \(" "$out" | sed -E 's/.*rank ([0-9]+) of.*/\1/' | sort -n | tr '\n' ' ')
+  expected=$(seq 0 $((n - 1)) | tr '\n' ' ')
+  [ "$ranks" = "$expected" ] || { echo "check_launchers.sh: $mode: ranks '$ranks' in jobs of $n, expected '$expected'"; exit 1; }
+  echo "check_launchers.sh: $mode: one job of $n ranks (program without MPI)"
+  exit 0
+fi
 # torchrun prefixes each line with "[default<rank>]:".
 sed -E 's/^\[default[0-9]+\]://' "$out" > "$out.plain"
 tables=$(grep -c "# Collective test concluded" "$out.plain")
