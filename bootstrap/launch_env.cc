@@ -140,8 +140,12 @@ Result<LaunchEnv> readLaunchEnv(const EnvLookup& env) {
     slurmLocalSize(env, &out);
     out.jobKey = "pmix:" + orEmpty(env("PMIX_NAMESPACE")) + ":" + slurmJobKey(env);
     out.jobKeyUnique = isSet(env("PMIX_NAMESPACE")) || isSet(env("SLURM_JOB_ID"));
-  } else if (isSet(env("SLURM_PROCID"))) {
-    s = readPlace(env, Launcher::kSlurm, "SLURM_PROCID", slurmSizeVar(env), "SLURM_LOCALID", nullptr, &out);
+  } else if (isSet(env("SLURM_PROCID")) &&
+             (isSet(env("SLURM_STEP_NUM_TASKS")) || std::string(env("SLURM_PROCID")) != "0")) {
+    // srun exports SLURM_STEP_NUM_TASKS to its tasks; a batch script's own
+    // process (SLURM_PROCID=0, SLURM_NTASKS of the whole allocation) is not
+    // a task of a step, and runs as a job of its own.
+    s = readPlace(env, Launcher::kSlurm, "SLURM_PROCID", "SLURM_STEP_NUM_TASKS", "SLURM_LOCALID", nullptr, &out);
     slurmLocalSize(env, &out);
     out.jobKey = slurmJobKey(env);
     out.jobKeyUnique = isSet(env("SLURM_JOB_ID"));

@@ -11,7 +11,8 @@
 //   2. OMPI_COMM_WORLD_RANK / _SIZE  Open MPI's mpirun
 //   3. PMI_RANK / PMI_SIZE           MPICH/Hydra, Intel MPI
 //   4. PMIX_RANK                     a PMIx launcher (size from Slurm)
-//   5. SLURM_PROCID / SLURM_NTASKS   srun
+//   5. SLURM_PROCID / SLURM_STEP_NUM_TASKS   srun (a batch script's own
+//      process, SLURM_PROCID=0 outside any step, is no launcher's rank)
 // Within one launcher, a rank without a size (or the reverse), a value that is
 // not a number, or rank >= size is an error naming the variable: a job must
 // never fall apart into N single-rank jobs.

@@ -102,26 +102,31 @@ TEST(LaunchEnv, PmixTakesTheSizeFromSlurm) {
 }
 
 TEST(LaunchEnv, Slurm) {
-  LaunchEnv e = readOk({{"SLURM_PROCID", "3"}, {"SLURM_NTASKS", "4"}, {"SLURM_LOCALID", "1"},
-                        {"SLURM_NNODES", "1"}, {"SLURM_JOB_ID", "77"}, {"SLURM_STEP_ID", "0"}});
+  LaunchEnv e = readOk({{"SLURM_PROCID", "3"}, {"SLURM_STEP_NUM_TASKS", "4"}, {"SLURM_NTASKS", "64"},
+                        {"SLURM_LOCALID", "1"}, {"SLURM_STEP_NUM_NODES", "1"}, {"SLURM_JOB_ID", "77"},
+                        {"SLURM_STEP_ID", "0"}});
   EXPECT_EQ(e.launcher, Launcher::kSlurm);
   EXPECT_EQ(e.rank, 3);
-  EXPECT_EQ(e.size, 4);
+  EXPECT_EQ(e.size, 4);  // the step's size, not the allocation's
   EXPECT_EQ(e.localRank, 1);
   EXPECT_TRUE(e.singleHost());
   EXPECT_NE(e.jobKey.find("77.0"), std::string::npos);
-  // The step's own size wins over the allocation's.
-  EXPECT_EQ(readOk({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "64"}, {"SLURM_STEP_NUM_TASKS", "2"}}).size, 2);
+}
+
+TEST(LaunchEnv, SlurmBatchScriptOutsideAStepIsNoLauncher) {
+  LaunchEnv e = readOk({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "64"}, {"SLURM_JOB_ID", "77"}});
+  EXPECT_EQ(e.launcher, Launcher::kNone);
+  EXPECT_EQ(e.size, 1);
 }
 
 TEST(LaunchEnv, InnermostLauncherWins) {
   // torchrun inside srun: torchrun's ranks.
-  LaunchEnv t = readOk({{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "1"}});
+  LaunchEnv t = readOk({{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"SLURM_PROCID", "0"}, {"SLURM_STEP_NUM_TASKS", "1"}});
   EXPECT_EQ(t.launcher, Launcher::kTorchrun);
   EXPECT_EQ(t.size, 2);
   // mpirun inside an allocation: MPI's ranks.
   LaunchEnv m = readOk({{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "2"}, {"SLURM_PROCID", "0"},
-                        {"SLURM_NTASKS", "1"}});
+                        {"SLURM_STEP_NUM_TASKS", "1"}});
   EXPECT_EQ(m.launcher, Launcher::kOpenMpi);
   EXPECT_EQ(m.rank, 1);
 }
@@ -133,7 +138,7 @@ TEST(LaunchEnv, PartialEnvironmentsNameTheMissingVariable) {
   expectErrorNaming({{"OMPI_COMM_WORLD_SIZE", "2"}}, "OMPI_COMM_WORLD_RANK");
   expectErrorNaming({{"PMI_RANK", "0"}}, "PMI_SIZE");
   expectErrorNaming({{"PMI_SIZE", "2"}}, "PMI_RANK");
-  expectErrorNaming({{"SLURM_PROCID", "0"}}, "SLURM_NTASKS");
+  expectErrorNaming({{"SLURM_PROCID", "1"}, {"SLURM_NTASKS", "4"}}, "SLURM_STEP_NUM_TASKS");
   // A secret without its port.
   expectErrorNaming({{"RANK", "0"}, {"WORLD_SIZE", "1"}, {"LOOM_JOB_SECRET", "00112233445566778899aabbccddeeff"}},
                     "MASTER_PORT");
@@ -152,8 +157,8 @@ TEST(LaunchEnv, WrongValuesNameTheVariable) {
   expectErrorNaming({{"OMPI_COMM_WORLD_RANK", "4"}, {"OMPI_COMM_WORLD_SIZE", "4"}}, "OMPI_COMM_WORLD_RANK");
   expectErrorNaming({{"PMI_RANK", "0"}, {"PMI_SIZE", "x"}}, "PMI_SIZE");
   expectErrorNaming({{"PMI_RANK", "0"}, {"PMI_SIZE", "2"}, {"MPI_LOCALRANKID", "?"}}, "MPI_LOCALRANKID");
-  expectErrorNaming({{"SLURM_PROCID", "9"}, {"SLURM_NTASKS", "4"}}, "SLURM_PROCID");
-  expectErrorNaming({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "4"}, {"SLURM_LOCALID", "4"}}, "SLURM_LOCALID");
+  expectErrorNaming({{"SLURM_PROCID", "9"}, {"SLURM_STEP_NUM_TASKS", "4"}}, "SLURM_PROCID");
+  expectErrorNaming({{"SLURM_PROCID", "0"}, {"SLURM_STEP_NUM_TASKS", "4"}, {"SLURM_LOCALID", "4"}}, "SLURM_LOCALID");
   expectErrorNaming({{"RANK", "0"}, {"WORLD_SIZE", "1"}, {"MASTER_PORT", "70000"},
                      {"LOOM_JOB_SECRET", "00112233445566778899aabbccddeeff"}},
                     "MASTER_PORT");
