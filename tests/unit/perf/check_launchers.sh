@@ -7,6 +7,8 @@
 #   mpirun    Open MPI's mpirun -np 2
 #   mpich     MPICH's mpiexec.hydra -n 2
 #   slurm     two processes with srun's variables (SLURM_PROCID, ...), started here
+#   slurm-2nodes  the same as if on two nodes (one task each): the rendezvous
+#             file goes to $HOME/.loom/rendezvous (a scratch HOME here)
 #   torchrun  python3 -m torch.distributed.run --standalone --nproc_per_node 2 --no_python
 #   bad-env   a partial environment (RANK without WORLD_SIZE): exit 1 naming WORLD_SIZE
 # With PROBE=1 the program is launch_probe (a Loom program without MPI): each
@@ -34,13 +36,19 @@ case $mode in
     timeout 120 "$hydra" -n $n "$@" > "$out" 2>&1
     rc=$?
     ;;
-  slurm)
+  slurm | slurm-2nodes)
     # What srun exports to each task of a one-node, two-task step; both are
     # children of this shell, as srun's tasks are of one slurmstepd.
     export SLURM_JOB_ID=$$ SLURM_STEP_ID=0 SLURM_NTASKS=$n SLURM_STEP_NUM_TASKS=$n SLURM_NNODES=1 SLURM_STEP_NUM_NODES=1
+    if [ "$mode" = slurm-2nodes ]; then
+      # Two nodes of one task each, both on loopback; HOME stands for the
+      # home directory the nodes share.
+      export SLURM_NNODES=$n SLURM_STEP_NUM_NODES=$n LOOM_BOOTSTRAP_ADDR=127.0.0.1 HOME=$(mktemp -d)
+      scratch_home=$HOME
+    fi
     pids=()
     for ((r = 0; r < n; r++)); do
-      SLURM_PROCID=$r SLURM_LOCALID=$r "$@" > "$out.$r" 2>&1 &
+      SLURM_PROCID=$r SLURM_LOCALID=$([ "$mode" = slurm ] && echo $r || echo 0) "$@" > "$out.$r" 2>&1 &
       pids+=($!)
     done
     # A rank that never finds the other must not hang the test; the
@@ -51,6 +59,14 @@ case $mode in
     for p in "${pids[@]}"; do wait "$p" || rc=$?; done
     kill $watchdog 2> /dev/null
     cat "$out".* > "$out"
+    if [ -n "${scratch_home:-}" ]; then
+      # The directory was made private, and rank 0 removed its file at exit.
+      [ "$(stat -c %a "$scratch_home/.loom/rendezvous")" = 700 ] ||
+        { echo "check_launchers.sh: $scratch_home/.loom/rendezvous is not 0700"; rc=1; }
+      [ -z "$(ls -A "$scratch_home/.loom/rendezvous")" ] ||
+        { echo "check_launchers.sh: rendezvous file left behind"; rc=1; }
+      rm -rf "$scratch_home"
+    fi
     ;;
   torchrun)
     py=${LOOM_TORCH_PYTHON:-/usr/bin/python3}
