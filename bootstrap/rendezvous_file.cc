@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <ctime>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -56,8 +57,10 @@ void removePublished() {
   for (const std::string& p : *gPublished) ::unlink(p.c_str());
 }
 
-// Reads and checks the file; kInProgress while it is not there yet.
-Result<UniqueId> readFile(const std::string& path) {
+// Reads and checks the file; kInProgress while it is not there yet, or
+// while only a file older than `maxAgeSeconds` is: its root, which lives at
+// most that long, is gone (a job that was killed left it behind).
+Result<UniqueId> readFile(const std::string& path, double maxAgeSeconds) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) {
     if (errno == ENOENT) return makeError(Code::kInProgress, "rendezvous file %s is not there yet", path.c_str());
@@ -72,6 +75,8 @@ Result<UniqueId> readFile(const std::string& path) {
     return makeError(Code::kSystemError,
                      "rendezvous: %s is not a file of uid %u readable by it alone; refusing its secret", path.c_str(),
                      static_cast<unsigned>(::getuid()));
+  if (static_cast<double>(::time(nullptr) - st.st_mtime) > maxAgeSeconds)
+    return makeError(Code::kInProgress, "rendezvous file %s is stale", path.c_str());
   if (n <= 0) return makeError(Code::kSystemError, "rendezvous: cannot read %s", path.c_str());
   std::istringstream in(std::string(buf, static_cast<size_t>(n)));
   std::string magic, host, secretHex;
@@ -147,12 +152,12 @@ Status publishRendezvous(const std::string& path, const UniqueId& id) {
 Result<UniqueId> awaitRendezvous(const std::string& path, double timeoutSeconds) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeoutSeconds);
   for (;;) {
-    auto id = readFile(path);
+    auto id = readFile(path, timeoutSeconds);
     if (id.isOk() || id.status().code() != Code::kInProgress) return id;
     if (std::chrono::steady_clock::now() >= deadline)
       return makeError(Code::kTimeout,
                        "rendezvous: rank 0 did not write %s within %.0f s (is rank 0 running, and on a host that "
-                       "shares this directory?)",
+                       "shares this directory?); a file older than that is ignored",
                        path.c_str(), timeoutSeconds);
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }

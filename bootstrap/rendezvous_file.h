@@ -31,6 +31,8 @@ Result<std::string> rendezvousFilePath(const LaunchEnv& place, const std::string
 Status publishRendezvous(const std::string& path, const UniqueId& id);
 
 // Other ranks: waits up to `timeoutSeconds` for the file and reads the id.
+// A file older than `timeoutSeconds` is one a killed job left behind (its
+// root has given up by then) and is waited past, not read.
 Result<UniqueId> awaitRendezvous(const std::string& path, double timeoutSeconds);
 
 }  // namespace loom::bootstrap

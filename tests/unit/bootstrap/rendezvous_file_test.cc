@@ -102,6 +102,25 @@ TEST(RendezvousFile, PublishedIdIsReadBackAndPrivate) {
   std::system(("rm -rf " + dir).c_str());
 }
 
+TEST(RendezvousFile, FileOlderThanTheTimeoutIsIgnored) {
+  const std::string dir = makeTempDir();
+  const std::string path = dir + "/loom/job";
+  UniqueId id;
+  id.rootHost = "127.0.0.1";
+  id.rootPort = 40124;
+  id.secret = randomSecret();
+  ASSERT_TRUE(publishRendezvous(path, id).isOk());
+  struct timespec old[2] = {{::time(nullptr) - 100, 0}, {::time(nullptr) - 100, 0}};
+  ASSERT_EQ(::utimensat(AT_FDCWD, path.c_str(), old, 0), 0);
+  auto stale = awaitRendezvous(path, 1);
+  ASSERT_FALSE(stale.isOk());
+  EXPECT_EQ(stale.status().code(), Code::kTimeout) << stale.status().message();
+  auto fresh = awaitRendezvous(path, 300);  // a root may live this long
+  ASSERT_TRUE(fresh.isOk()) << fresh.status().message();
+  EXPECT_EQ(fresh.value().rootPort, 40124);
+  std::system(("rm -rf " + dir).c_str());
+}
+
 TEST(RendezvousFile, MissingFileTimesOutNamingIt) {
   const std::string dir = makeTempDir();
   auto r = awaitRendezvous(dir + "/absent", 0.1);
