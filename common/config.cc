@@ -48,7 +48,7 @@ struct SettingsFiles {
 };
 std::mutex filesMutex;
 // Sections whose variables come from the environment only (configKnobs()).
-constexpr const char* kLauncherSection = "Set by the launcher (loomrun) for each rank";
+constexpr const char* kLauncherSection = "Set by the launcher (loomrun, torchrun, mpirun, srun) for each rank";
 constexpr const char* kFilesSection = "Settings files";
 std::vector<std::unique_ptr<SettingsFiles>> fileGenerations;
 
@@ -134,8 +134,36 @@ const std::vector<KnobDoc>& configKnobs() {
       {"RANK", kLauncher, "set by loomrun", "this rank's index in the job, 0..WORLD_SIZE-1; read by loomGetUniqueIdFromEnv", "src/api (loomGetUniqueIdFromEnv)"},
       {"WORLD_SIZE", kLauncher, "set by loomrun", "ranks in the job; read by loomGetUniqueIdFromEnv", "src/api (loomGetUniqueIdFromEnv)"},
       {"MASTER_ADDR", kLauncher, "set by loomrun (127.0.0.1 when unset)", "address of the bootstrap root (rank 0 starts it there); read by loomGetUniqueIdFromEnv", "src/api (loomGetUniqueIdFromEnv)"},
-      {"MASTER_PORT", kLauncher, "set by loomrun", "port of the bootstrap root (1..65535); read by loomGetUniqueIdFromEnv", "src/api (loomGetUniqueIdFromEnv)"},
+      {"MASTER_PORT", kLauncher, "set by loomrun", "port of the bootstrap root (1..65535) when LOOM_JOB_SECRET is set too (loomrun); without it (torchrun, whose store holds this port) Loom does not bind it; read by loomGetUniqueIdFromEnv", "src/api (loomGetUniqueIdFromEnv)"},
       {"LOOM_JOB_SECRET", kLauncher, "set by loomrun", "32 hex digits shared by every rank of a job; the bootstrap root admits only ranks that know it. loomrun generates one for a single-node job, or passes on the one in its own environment (required, the same on every node, with --nnodes > 1)", "src/api (loomGetUniqueIdFromEnv), tools/loomrun"},
+      {"LOCAL_RANK", kLauncher, "set by loomrun, torchrun", "this rank's index among the ranks on its host", "src/api (loomGetUniqueIdFromEnv, loomGetLaunchEnv)"},
+      {"LOCAL_WORLD_SIZE", kLauncher, "set by loomrun, torchrun", "ranks on this host; when it equals WORLD_SIZE, the ranks meet through a file in the per-user runtime directory", "src/api (loomGetUniqueIdFromEnv, loomGetLaunchEnv)"},
+      {"TORCHELASTIC_RUN_ID", kLauncher, "set by torchrun", "torchrun's job id (--rdzv-id); part of the name of the rendezvous file", "src/api (loomGetUniqueIdFromEnv, loomGetLaunchEnv)"},
+      {"OMPI_COMM_WORLD_RANK", kLauncher, "set by mpirun (Open MPI)", "this rank, when RANK is unset", "src/api (loomGetUniqueIdFromEnv, loomGetLaunchEnv)"},
+      {"OMPI_COMM_WORLD_SIZE", kLauncher, "set by mpirun (Open MPI)", "ranks in the job, when WORLD_SIZE is unset", "src/api (loomGetUniqueIdFromEnv, loomGetLaunchEnv)"},
+      {"OMPI_COMM_WORLD_LOCAL_RANK", kLauncher, "set by mpirun (Open MPI)", "this rank's index on its host", "src/api (loomGetUniqueIdFromEnv, loomGetLaunchEnv)"},
+      {"OMPI_COMM_WORLD_LOCAL_SIZE", kLauncher, "set by mpirun (Open MPI)", "ranks on this host", "src/api (loomGetUniqueIdFromEnv, loomGetLaunchEnv)"},
+      {"OMPI_MCA_ess_base_jobid", kLauncher, "set by mpirun (Open MPI)", "Open MPI's job id; part of the name of the rendezvous file", "src/api (loomGetUniqueIdFromEnv, loomGetLaunchEnv)"},
+      {"OMPI_MCA_orte_ess_jobid", kLauncher, "set by mpirun (Open MPI)", "Open MPI's job id (older releases); part of the name of the rendezvous file", "src/api (loomGetUniqueIdFromEnv, loomGetLaunchEnv)"},
+      {"PMIX_NAMESPACE", kLauncher, "set by mpirun (Open MPI), srun --mpi=pmix", "the PMIx job namespace; part of the name of the rendezvous file", "src/api (loomGetUniqueIdFromEnv, loomGetLaunchEnv)"},
+      {"PMIX_RANK", kLauncher, "set by a PMIx launcher", "this rank, when neither RANK, OMPI_COMM_WORLD_RANK nor PMI_RANK is set; the size comes from SLURM_STEP_NUM_TASKS or SLURM_NTASKS", "src/api (loomGetUniqueIdFromEnv, loomGetLaunchEnv)"},
+      {"PMI_RANK", kLauncher, "set by mpiexec (MPICH/Hydra, Intel MPI)", "this rank, when RANK and OMPI_COMM_WORLD_RANK are unset", "src/api (loomGetUniqueIdFromEnv, loomGetLaunchEnv)"},
+      {"PMI_SIZE", kLauncher, "set by mpiexec (MPICH/Hydra, Intel MPI)", "ranks in the job", "src/api (loomGetUniqueIdFromEnv, loomGetLaunchEnv)"},
+      {"MPI_LOCALRANKID", kLauncher, "set by mpiexec (MPICH/Hydra, Intel MPI)", "this rank's index on its host", "src/api (loomGetUniqueIdFromEnv, loomGetLaunchEnv)"},
+      {"MPI_LOCALNRANKS", kLauncher, "set by mpiexec (MPICH/Hydra, Intel MPI)", "ranks on this host", "src/api (loomGetUniqueIdFromEnv, loomGetLaunchEnv)"},
+      {"PMI_KVSNAME", kLauncher, "set by a PMI launcher", "the PMI job name; part of the name of the rendezvous file", "src/api (loomGetUniqueIdFromEnv, loomGetLaunchEnv)"},
+      {"PMI_PORT", kLauncher, "set by mpiexec (MPICH/Hydra)", "the PMI server's address; part of the name of the rendezvous file", "src/api (loomGetUniqueIdFromEnv, loomGetLaunchEnv)"},
+      {"I_MPI_JOB_ID", kLauncher, "set by mpiexec (Intel MPI)", "Intel MPI's job id; part of the name of the rendezvous file", "src/api (loomGetUniqueIdFromEnv, loomGetLaunchEnv)"},
+      {"SLURM_PROCID", kLauncher, "set by srun", "this rank, when no MPI or torchrun variable is set", "src/api (loomGetUniqueIdFromEnv, loomGetLaunchEnv)"},
+      {"SLURM_STEP_NUM_TASKS", kLauncher, "set by srun", "ranks in the srun step; SLURM_PROCID without it is a batch script's own process (a job of its own) when 0, else an error", "src/api (loomGetUniqueIdFromEnv, loomGetLaunchEnv)"},
+      {"SLURM_NTASKS", kLauncher, "set by srun, sbatch", "ranks in the job, for PMIX_RANK when SLURM_STEP_NUM_TASKS is unset", "src/api (loomGetUniqueIdFromEnv, loomGetLaunchEnv)"},
+      {"SLURM_LOCALID", kLauncher, "set by srun", "this rank's index on its node", "src/api (loomGetUniqueIdFromEnv, loomGetLaunchEnv)"},
+      {"SLURM_STEP_NUM_NODES", kLauncher, "set by srun", "nodes of the step; 1 means every rank is on this host", "src/api (loomGetUniqueIdFromEnv, loomGetLaunchEnv)"},
+      {"SLURM_NNODES", kLauncher, "set by srun, sbatch", "nodes of the job, when SLURM_STEP_NUM_NODES is unset", "src/api (loomGetUniqueIdFromEnv, loomGetLaunchEnv)"},
+      {"SLURM_JOB_ID", kLauncher, "set by srun, sbatch", "Slurm's job id; part of the name of the rendezvous file", "src/api (loomGetUniqueIdFromEnv, loomGetLaunchEnv)"},
+      {"SLURM_STEP_ID", kLauncher, "set by srun", "Slurm's step id; part of the name of the rendezvous file", "src/api (loomGetUniqueIdFromEnv, loomGetLaunchEnv)"},
+      {"XDG_RUNTIME_DIR", kLauncher, "set by the login session", "per-user directory of the rendezvous file of one-host jobs ($XDG_RUNTIME_DIR/loom, else /tmp/loom-<uid>)", "src/api (loomGetUniqueIdFromEnv, loomGetLaunchEnv)"},
+      {"HOME", kLauncher, "set by the login session", "$HOME/.loom/rendezvous holds the rendezvous file of jobs on several hosts (HOME must be shared by them)", "src/api (loomGetUniqueIdFromEnv, loomGetLaunchEnv)"},
       {"LOOM_RESTART_COUNT", kLauncher, "set by loomrun", "the attempt number under loomrun --max-restarts (0 first), for programs that resume from a checkpoint", "programs (examples/train_demo)"},
       {"LOOM_LOCAL_CORES", kLauncher, "set by loomrun --bind", "cores this host's ranks share between them (each rank's own mask holds only its cores); with more local ranks than these, waits do not spin", "src/comm"},
       {"LOOM_SYSTEM_CONF_DIR", kFiles, "/etc", "directory of the system-wide settings files loom.conf (LOOM_* variables) and nccl.conf (NCCL_* variables, read by Loom's libnccl.so.2). A LOOM_* variable comes from the environment, else ~/.loom.conf, else <dir>/loom.conf: KEY=VALUE lines, # starts a comment line. Meant for tests and relocated installs; environment only", "common/config (readKnob)"},

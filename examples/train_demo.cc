@@ -59,7 +59,7 @@ void check(loomResult_t r, loomComm_t comm, const char* what) {
                            (detail.empty() ? "" : " (" + detail + ")"));
 }
 
-// The job's communicator (from loomrun's environment; a single rank without it).
+// The job's communicator (from the launcher's environment; a single rank without it).
 struct Job {
   loomComm_t comm = nullptr;
   int rank = 0;
@@ -69,7 +69,11 @@ struct Job {
   Job() {
     if (const char* r = std::getenv("LOOM_RESTART_COUNT")) restartCount = std::atoi(r);
     loomUniqueId id;
-    if (std::getenv("MASTER_PORT") != nullptr) {
+    // Any launcher (loomrun, torchrun, mpirun, srun) makes one job of its
+    // processes; without one, this process is the whole job.
+    int launched = 0;
+    check(loomGetLaunchEnv(nullptr, &launched, nullptr, nullptr), nullptr, "loomGetLaunchEnv");
+    if (launched > 0) {
       check(loomGetUniqueIdFromEnv(&id, &rank, &size), nullptr, "loomGetUniqueIdFromEnv");
     } else {
       check(loomGetUniqueId(&id), nullptr, "loomGetUniqueId");

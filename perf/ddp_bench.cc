@@ -177,7 +177,8 @@ int main(int argc, char** argv) {
   loomUniqueId id;
   int rank = 0, nranks = 1;
   if (loomGetUniqueIdFromEnv(&id, &rank, &nranks) != loomSuccess) {
-    std::fprintf(stderr, "ddp_bench: run it under loomrun (%s)\n", loomGetLastError(nullptr));
+    std::fprintf(stderr, "ddp_bench: run it under a launcher: loomrun, torchrun, mpirun or srun (%s)\n",
+                 loomGetLastError(nullptr));
     return 2;
   }
   loomComm_t comm = nullptr;

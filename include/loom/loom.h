@@ -98,11 +98,21 @@ const char* loomGetLastError(loomComm_t comm);
 
 /* Creates a unique id and starts the bootstrap root in this process. */
 loomResult_t loomGetUniqueId(loomUniqueId* uniqueId);
-/* Builds the unique id from the environment that loomrun or torchrun sets
- * (MASTER_ADDR, MASTER_PORT, LOOM_JOB_SECRET); when RANK is 0 it also starts
- * the bootstrap root on MASTER_ADDR:MASTER_PORT. rank and nranks (either may
- * be NULL) receive RANK and WORLD_SIZE. */
+/* Builds the unique id from the launcher's environment: loomrun, torchrun,
+ * mpirun (Open MPI, MPICH, Intel MPI), srun (docs/launching.md). Under
+ * loomrun (MASTER_ADDR, MASTER_PORT, LOOM_JOB_SECRET) rank 0 starts the
+ * bootstrap root on MASTER_ADDR:MASTER_PORT; under the others rank 0 starts
+ * it on a free port and passes it, with a fresh secret, to the other ranks in
+ * a file only this user can read. rank and nranks (either may be NULL)
+ * receive this process's rank and the job's size. A partial or wrong
+ * environment is an error that names the variable. */
 loomResult_t loomGetUniqueIdFromEnv(loomUniqueId* uniqueId, int* rank, int* nranks);
+/* Reads only where this process sits in the job, from the same variables:
+ * rank, job size, rank among this host's processes and the launcher's name
+ * ("loomrun", "torchrun", "Open MPI", "MPICH/Intel MPI (PMI)", "PMIx",
+ * "Slurm"). Without any launcher: *nranks 0, *launcher "". Any pointer may be
+ * NULL. */
+loomResult_t loomGetLaunchEnv(int* rank, int* nranks, int* localRank, const char** launcher);
 
 loomResult_t loomCommInitRank(loomComm_t* comm, int nranks, loomUniqueId commId, int rank);
 

@@ -10,6 +10,9 @@
 #include "perf/harness/algo_compare.h"
 #include "perf/harness/device_buffers.h"
 #include "perf/harness/memory_usage.h"
+#ifdef LOOM_PERF_WITH_MPI
+#include "perf/harness/mpi_bootstrap.h"
+#endif
 #include "perf/harness/perf_options.h"
 #include "perf/harness/rank_layout.h"
 #include "perf/harness/sweep.h"
@@ -149,27 +152,47 @@ class LoomExecutor final : public RankExecutor {
 
 // How this process fits into the job.
 struct ProcessPlace {
-  int process = 0;       // RANK
-  int processes = 1;     // WORLD_SIZE
-  int localProcess = 0;  // LOCAL_RANK (else RANK): which devices its ranks start at
+  int process = 0;       // this process's rank in the launcher's job
+  int processes = 1;     // processes in the job
+  int localProcess = 0;  // among this host's processes: which devices its ranks start at
   loomUniqueId id{};
 };
 
-void readProcessPlace(const char* tool, ProcessPlace* place) {
-  const char* worldSize = std::getenv("WORLD_SIZE");
-  const bool launched = worldSize && *worldSize;
-  const loomResult_t r = launched ? loomGetUniqueIdFromEnv(&place->id, &place->process, &place->processes)
-                                  : loomGetUniqueId(&place->id);
-  if (r == loomSuccess) {
-    place->localProcess = place->process;
-    const char* local = std::getenv("LOCAL_RANK");
-    if (local && *local) place->localProcess = std::atoi(local);
-    return;
-  }
-  std::fprintf(stderr, "%s: %s failed: %s: %s\n", tool, launched ? "loomGetUniqueIdFromEnv" : "loomGetUniqueId",
-               loomGetErrorString(r), loomGetLastError(nullptr));
+[[noreturn]] void failPlace(const char* tool, const char* call, loomResult_t r) {
+  std::fprintf(stderr, "%s: %s failed: %s: %s\n", tool, call, loomGetErrorString(r), loomGetLastError(nullptr));
   std::fflush(stderr);
   std::_Exit(1);
+}
+
+// Any launcher loomGetLaunchEnv knows gives one job of all its processes:
+// MPI's launchers through MPI when the tools link it (as nccl-tests do), the
+// others (and MPI's without MPI here) through loomGetUniqueIdFromEnv. A
+// wrong or partial launcher environment ends the process naming the
+// variable; only without any launcher is this process a job of its own.
+void readProcessPlace(const char* tool, ProcessPlace* place) {
+  int localProcess = 0;
+  const char* launcher = "";
+  loomResult_t r = loomGetLaunchEnv(&place->process, &place->processes, &localProcess, &launcher);
+  if (r != loomSuccess) failPlace(tool, "loomGetLaunchEnv", r);
+  if (place->processes == 0) {
+    place->process = 0;
+    place->processes = 1;
+    r = loomGetUniqueId(&place->id);
+    if (r != loomSuccess) failPlace(tool, "loomGetUniqueId", r);
+    return;
+  }
+  place->localProcess = localProcess;
+#ifdef LOOM_PERF_WITH_MPI
+  if (isMpiLauncher(launcher)) {
+    if (!mpiShareUniqueId(tool, place->processes, &place->id, &place->process, &place->processes)) {
+      std::fflush(stderr);
+      std::_Exit(1);
+    }
+    return;
+  }
+#endif
+  r = loomGetUniqueIdFromEnv(&place->id, &place->process, &place->processes);
+  if (r != loomSuccess) failPlace(tool, "loomGetUniqueIdFromEnv", r);
 }
 
 }  // namespace

@@ -16,10 +16,12 @@ struct LoomCollective {
   loomResult_t (*run)(const CollArgs& args, loomComm_t comm, loomStream_t stream);
 };
 
-// Ranks: WORLD_SIZE processes (environment, else 1) x -t threads; the
-// process with RANK=p drives global ranks p*t .. p*t+t-1. Under loomrun or
-// torchrun the unique id comes from loomGetUniqueIdFromEnv, otherwise from
-// loomGetUniqueId. Returns 0 when every check passed, 1 when a value was
+// Ranks: the launcher's processes (loomrun, torchrun, mpirun, srun; else 1)
+// x -t threads x -g; process p drives global ranks p*t*g .. (p+1)*t*g-1.
+// Under mpirun, with MPI linked, rank 0's unique id reaches the others by
+// MPI_Bcast as in nccl-tests; under the other launchers it comes from
+// loomGetUniqueIdFromEnv, and without a launcher from loomGetUniqueId
+// (docs/launching.md). Returns 0 when every check passed, 1 when a value was
 // wrong or out of bounds (or a Loom call failed), 2 for bad flags.
 int loomPerfMain(int argc, char** argv, const LoomCollective& collective);
 

@@ -1,6 +1,7 @@
 // C ABI: versions, errors, unique ids, communicator and stream lifetime.
 #include <netdb.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -11,6 +12,8 @@
 #include "src/api/group.h"
 #include "src/api/handles.h"
 #include "bootstrap/bootstrap.h"
+#include "bootstrap/launch_env.h"
+#include "bootstrap/rendezvous_file.h"
 #include "common/config.h"
 
 using loom::Code;
@@ -47,14 +50,58 @@ loom::Result<std::string> numericHost(const std::string& host) {
   return std::string(buf);
 }
 
-loom::Result<long> envInteger(const char* name, long lo, long hi) {
-  const char* v = loom::readKnob(name);
-  if (!v || !*v) return loom::makeError(Code::kInvalidArgument, "environment variable %s is not set", name);
-  char* end = nullptr;
-  long x = std::strtol(v, &end, 10);
-  if (*end != '\0' || x < lo || x > hi)
-    return loom::makeError(Code::kInvalidArgument, "%s=%s is not an integer in [%ld, %ld]", name, v, lo, hi);
-  return x;
+// The launcher's variables, through the declared table (common/config.cc).
+const char* launcherVariable(const char* name) { return loom::readKnob(name); }
+
+// loomrun's rendezvous (or one a user names): MASTER_ADDR:MASTER_PORT and
+// LOOM_JOB_SECRET; rank 0 starts the root there.
+loom::Result<loom::bootstrap::UniqueId> namedRendezvous(const loom::bootstrap::LaunchEnv& place) {
+  auto host = numericHost(place.masterAddr.empty() ? "127.0.0.1" : place.masterAddr);
+  if (!host.isOk()) return host.status().withContext("MASTER_ADDR: ");
+  auto secret = loom::bootstrap::parseSecret(place.secretHex);
+  if (!secret.isOk()) return secret.status().withContext("LOOM_JOB_SECRET: ");
+  loom::bootstrap::UniqueId id;
+  id.rootHost = host.value();
+  id.rootPort = static_cast<uint16_t>(place.masterPort);
+  id.secret = secret.value();
+  if (place.rank == 0) {
+    auto started = loom::bootstrap::startRoot(id.rootHost, id.rootPort, id.secret, processTimeout(),
+                                              loom::Logger::process());
+    if (!started.isOk()) return started.status();
+  }
+  return id;
+}
+
+// Launchers that name no Loom rendezvous (torchrun, whose store holds
+// MASTER_PORT; srun; mpirun): rank 0 starts the root on a free port with a
+// fresh secret and publishes both in a file only this user can read
+// (bootstrap/rendezvous_file.h); the other ranks read it.
+loom::Result<loom::bootstrap::UniqueId> fileRendezvous(const loom::bootstrap::LaunchEnv& place) {
+  const char* runtimeDir = loom::readKnob("XDG_RUNTIME_DIR");
+  const char* home = loom::readKnob("HOME");
+  auto path = loom::bootstrap::rendezvousFilePath(place, runtimeDir ? runtimeDir : "", home ? home : "", ::getuid(),
+                                                  ::getppid());
+  if (!path.isOk()) return path.status();
+  if (place.rank != 0) return loom::bootstrap::awaitRendezvous(path.value(), processTimeout());
+  // One host: loopback. Several: LOOM_BOOTSTRAP_ADDR, else MASTER_ADDR,
+  // else the first interface that is up (startRoot's choice for "").
+  std::string host = "127.0.0.1";
+  if (!place.singleHost()) {
+    const char* addr = loom::readKnob("LOOM_BOOTSTRAP_ADDR");
+    if (!addr || !*addr) addr = place.masterAddr.empty() ? nullptr : place.masterAddr.c_str();
+    host.clear();
+    if (addr) {
+      auto numeric = numericHost(addr);
+      if (!numeric.isOk()) return numeric.status();
+      host = numeric.value();
+    }
+  }
+  auto id = loom::bootstrap::startRoot(host, 0, loom::bootstrap::randomSecret(), processTimeout(),
+                                       loom::Logger::process());
+  if (!id.isOk()) return id.status();
+  Status published = loom::bootstrap::publishRendezvous(path.value(), id.value());
+  if (!published.isOk()) return published;
+  return id;
 }
 
 }  // namespace
@@ -105,36 +152,32 @@ loomResult_t loomGetUniqueIdFromEnv(loomUniqueId* uniqueId, int* rank, int* nran
   return guarded(nullptr, [&]() -> loomResult_t {
     if (!uniqueId)
       return fail(nullptr, loom::makeError(Code::kInvalidArgument, "loomGetUniqueIdFromEnv: uniqueId is NULL"));
-    auto worldSize = envInteger("WORLD_SIZE", 1, 1 << 24);
-    if (!worldSize.isOk()) return fail(nullptr, worldSize.status());
-    auto myRank = envInteger("RANK", 0, worldSize.value() - 1);
-    if (!myRank.isOk()) return fail(nullptr, myRank.status());
-    auto port = envInteger("MASTER_PORT", 1, 65535);
-    if (!port.isOk()) return fail(nullptr, port.status());
-    const char* addr = loom::readKnob("MASTER_ADDR");
-    auto host = numericHost(addr && *addr ? addr : "127.0.0.1");
-    if (!host.isOk()) return fail(nullptr, host.status());
-    const char* secretHex = loom::readKnob("LOOM_JOB_SECRET");
-    if (!secretHex || !*secretHex)
+    auto place = loom::bootstrap::readLaunchEnv(launcherVariable);
+    if (!place.isOk()) return fail(nullptr, place.status());
+    if (place.value().launcher == loom::bootstrap::Launcher::kNone)
       return fail(nullptr, loom::makeError(Code::kInvalidArgument,
-                                           "LOOM_JOB_SECRET is not set: launch with loomrun, or give every rank "
-                                           "the same 32 hex digits"));
-    auto secret = loom::bootstrap::parseSecret(secretHex);
-    if (!secret.isOk()) return fail(nullptr, secret.status());
-
-    loom::bootstrap::UniqueId id;
-    id.rootHost = host.value();
-    id.rootPort = static_cast<uint16_t>(port.value());
-    id.secret = secret.value();
-    if (myRank.value() == 0) {
-      auto started = loom::bootstrap::startRoot(id.rootHost, id.rootPort, id.secret, processTimeout(),
-                                                loom::Logger::process());
-      if (!started.isOk()) return fail(nullptr, started.status());
-    }
+                                           "loomGetUniqueIdFromEnv: no launcher's variables are set (RANK and "
+                                           "WORLD_SIZE, OMPI_COMM_WORLD_*, PMI_*, PMIX_RANK or SLURM_*): launch with "
+                                           "loomrun, torchrun, mpirun or srun (docs/launching.md)"));
+    auto id = place.value().namesRendezvous() ? namedRendezvous(place.value()) : fileRendezvous(place.value());
+    if (!id.isOk()) return fail(nullptr, id.status());
     std::memset(uniqueId->internal, 0, sizeof(uniqueId->internal));
-    id.serialize(uniqueId->internal);
-    if (rank) *rank = static_cast<int>(myRank.value());
-    if (nranks) *nranks = static_cast<int>(worldSize.value());
+    id.value().serialize(uniqueId->internal);
+    if (rank) *rank = place.value().rank;
+    if (nranks) *nranks = place.value().size;
+    return loomSuccess;
+  });
+}
+
+loomResult_t loomGetLaunchEnv(int* rank, int* nranks, int* localRank, const char** launcher) {
+  return guarded(nullptr, [&]() -> loomResult_t {
+    auto place = loom::bootstrap::readLaunchEnv(launcherVariable);
+    if (!place.isOk()) return fail(nullptr, place.status());
+    const bool none = place.value().launcher == loom::bootstrap::Launcher::kNone;
+    if (rank) *rank = place.value().rank;
+    if (nranks) *nranks = none ? 0 : place.value().size;
+    if (localRank) *localRank = place.value().localRank;
+    if (launcher) *launcher = none ? "" : loom::bootstrap::launcherName(place.value().launcher);
     return loomSuccess;
   });
 }

@@ -177,18 +177,51 @@ TEST(Api, AsyncErrorIsSuccessOnHealthyComm) {
 }
 
 TEST(Api, UniqueIdFromEnvExplainsWhatIsMissing) {
-  unsetenv("LOOM_JOB_SECRET");
-  setenv("RANK", "1", 1);
-  setenv("WORLD_SIZE", "2", 1);
-  setenv("MASTER_PORT", "29999", 1);
+  const char* all[] = {"RANK", "WORLD_SIZE", "MASTER_PORT", "LOOM_JOB_SECRET", "LOCAL_RANK", "OMPI_COMM_WORLD_RANK"};
+  for (const char* v : all) unsetenv(v);
+  auto lastError = [] { return std::string(loomGetLastError(nullptr)); };
   loomUniqueId id;
+  // No launcher at all: it says which launchers it knows.
   EXPECT_EQ(loomGetUniqueIdFromEnv(&id, nullptr, nullptr), loomInvalidArgument);
-  EXPECT_NE(std::string(loomGetLastError(nullptr)).find("LOOM_JOB_SECRET"), std::string::npos);
-  setenv("RANK", "5", 1);
+  EXPECT_NE(lastError().find("SLURM_"), std::string::npos) << lastError();
+  // A rank without a size.
+  setenv("RANK", "1", 1);
+  EXPECT_EQ(loomGetUniqueIdFromEnv(&id, nullptr, nullptr), loomInvalidArgument);
+  EXPECT_NE(lastError().find("WORLD_SIZE"), std::string::npos) << lastError();
+  // loomrun's secret without its port.
+  setenv("WORLD_SIZE", "2", 1);
   setenv("LOOM_JOB_SECRET", "00112233445566778899aabbccddeeff", 1);
   EXPECT_EQ(loomGetUniqueIdFromEnv(&id, nullptr, nullptr), loomInvalidArgument);
-  EXPECT_NE(std::string(loomGetLastError(nullptr)).find("RANK"), std::string::npos);
-  for (const char* v : {"RANK", "WORLD_SIZE", "MASTER_PORT", "LOOM_JOB_SECRET"}) unsetenv(v);
+  EXPECT_NE(lastError().find("MASTER_PORT"), std::string::npos) << lastError();
+  // rank >= size.
+  setenv("MASTER_PORT", "29999", 1);
+  setenv("RANK", "5", 1);
+  EXPECT_EQ(loomGetUniqueIdFromEnv(&id, nullptr, nullptr), loomInvalidArgument);
+  EXPECT_NE(lastError().find("RANK"), std::string::npos) << lastError();
+  for (const char* v : all) unsetenv(v);
+}
+
+TEST(Api, LaunchEnvReportsThePlaceOrNoLauncher) {
+  const char* all[] = {"RANK", "WORLD_SIZE", "LOCAL_RANK", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
+                       "OMPI_COMM_WORLD_LOCAL_RANK"};
+  for (const char* v : all) unsetenv(v);
+  int rank = -1, nranks = -1, local = -1;
+  const char* launcher = nullptr;
+  ASSERT_EQ(loomGetLaunchEnv(&rank, &nranks, &local, &launcher), loomSuccess);
+  EXPECT_EQ(nranks, 0);
+  EXPECT_STREQ(launcher, "");
+  setenv("OMPI_COMM_WORLD_RANK", "2", 1);
+  setenv("OMPI_COMM_WORLD_SIZE", "4", 1);
+  setenv("OMPI_COMM_WORLD_LOCAL_RANK", "0", 1);
+  ASSERT_EQ(loomGetLaunchEnv(&rank, &nranks, &local, &launcher), loomSuccess);
+  EXPECT_EQ(rank, 2);
+  EXPECT_EQ(nranks, 4);
+  EXPECT_EQ(local, 0);
+  EXPECT_STREQ(launcher, "Open MPI");
+  setenv("OMPI_COMM_WORLD_RANK", "4", 1);
+  EXPECT_EQ(loomGetLaunchEnv(&rank, &nranks, &local, &launcher), loomInvalidArgument);
+  EXPECT_NE(std::string(loomGetLastError(nullptr)).find("OMPI_COMM_WORLD_RANK"), std::string::npos);
+  for (const char* v : all) unsetenv(v);
 }
 
 TEST(Api, GarbageUniqueIdIsRejected) {

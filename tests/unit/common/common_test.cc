@@ -73,9 +73,9 @@ TEST(Config, EveryKnobIsDocumented) {
   std::set<std::string> closedSections;
   std::string section;
   for (const auto& k : configKnobs()) {
-    const bool launcher = std::string(k.defaultValue).rfind("set by loomrun", 0) == 0;
-    // Only the launcher-to-rank protocol keeps torchrun's names (RANK,
-    // MASTER_PORT), and the NCCL shim NCCL's (NCCL_ALGO, read by libnccl.so.2 only).
+    const bool launcher = std::string(k.defaultValue).rfind("set by ", 0) == 0;
+    // Only the launchers' variables (RANK, MASTER_PORT, OMPI_*, SLURM_*) keep
+    // their names, and the NCCL shim NCCL's (NCCL_ALGO, read by libnccl.so.2 only).
     const bool ncclShim = std::string(k.usedBy).find("shim/nccl") != std::string::npos;
     if (!launcher && !ncclShim) EXPECT_EQ(std::string(k.env).rfind("LOOM_", 0), 0u) << k.env;
     if (ncclShim) EXPECT_EQ(std::string(k.env).rfind("NCCL_", 0), 0u) << k.env;

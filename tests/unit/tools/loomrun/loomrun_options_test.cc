@@ -68,7 +68,7 @@ TEST(LoomrunOptions, HelpEnvListsEveryVariableOnceAligned) {
   // Sections from the table, and a few entries checked against what the library does.
   EXPECT_NE(r.out.find("\nWaits and timeouts\n  LOOM_TIMEOUT"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("LOOM_TIMEOUT                  default: 300\n"), std::string::npos);
-  EXPECT_NE(r.out.find("\nSet by the launcher (loomrun) for each rank\n"), std::string::npos);
+  EXPECT_NE(r.out.find("\nSet by the launcher (loomrun, torchrun, mpirun, srun) for each rank\n"), std::string::npos);
   for (size_t pos = 0; (pos = r.out.find('\n', pos)) != std::string::npos; ++pos) {
     const size_t end = r.out.find('\n', pos + 1);
     if (end != std::string::npos) {
