@@ -8,6 +8,7 @@ packages=(
   dpkg-dev file                   # cpack -G DEB: dpkg-shlibdeps, and file to find the binaries
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenmpi-dev openmpi-bin      # optional baseline for perf/compare_mpi.sh
+  mpich                           # MPICH's launcher (mpiexec.hydra) for the launch tests; Open MPI keeps mpirun (higher priority)
   gnuplot-nox                     # optional: the PNGs of perf/sweep_algorithms.sh
   python3 procps iproute2 iperf3  # iperf3: perf/multihost_bench.sh (the network baseline)
   libhwloc-dev                    # topology (src/topology): cores, NUMA nodes, caches, NICs, GPUs
