@@ -167,6 +167,10 @@ const std::vector<std::pair<const char*, Translator>>& translators() {
        [](const std::string& value, int, Translation* out) {
          out->assignments.push_back({"LOOM_SOCKET_IFNAME", value});
        }},
+      {"NCCL_IB_HCA",
+       [](const std::string& value, int, Translation* out) {
+         out->assignments.push_back({"LOOM_IB_HCA", value});
+       }},
       {"NCCL_IB_DISABLE",
        [](const std::string& value, int, Translation* out) { onOff("NCCL_IB_DISABLE", "LOOM_IB_DISABLE", value, out); }},
       {"NCCL_SHM_DISABLE",

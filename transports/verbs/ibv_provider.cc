@@ -8,7 +8,9 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/config.h"
 #include "common/format.h"
+#include "transports/verbs/hca_filter.h"
 #include "transports/verbs/gdr_probe.h"
 
 namespace loom::transport::verbs {
@@ -271,9 +273,12 @@ int pickGidIndex(ibv_context* ctx, uint8_t port, int tableLen) {
   return 0;
 }
 
-// Finds the first device with an active port. With `out` it stays open and
-// is returned there; without, it is closed again (a probe).
+// Finds the first device with an active port that LOOM_IB_HCA allows. With
+// `out` it stays open and is returned there; without, it is closed again (a probe).
 Status findDevice(std::unique_ptr<Device>* out) {
+  const char* spec = readKnob("LOOM_IB_HCA");
+  auto filter = HcaFilter::parse(spec ? spec : "");
+  LOOM_TRY(filter.status());
   int count = 0;
   errno = 0;
   ibv_device** list = ibv_get_device_list(&count);
@@ -295,6 +300,11 @@ Status findDevice(std::unique_ptr<Device>* out) {
       for (uint8_t p = 1; p <= dev.phys_port_cnt && !found; ++p) {
         ibv_port_attr attr{};
         if (ibv_query_port(ctx, p, &attr) != 0) continue;
+        if (!filter.value().allows(name, p)) {
+          tried += strprintf("%s%s port %u: not in LOOM_IB_HCA=%s", tried.empty() ? "" : "; ", name, p,
+                             filter.value().spec().c_str());
+          continue;
+        }
         if (attr.state != IBV_PORT_ACTIVE) {
           tried += strprintf("%s%s port %u: %s", tried.empty() ? "" : "; ", name, p, ibv_port_state_str(attr.state));
           continue;

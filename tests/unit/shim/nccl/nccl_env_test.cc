@@ -67,6 +67,8 @@ TEST(NcclEnvTranslation, TransportsBuffersAndGdr) {
   EXPECT_EQ(translateNcclSetting("NCCL_SHM_DISABLE", "0", 4).assignments, (Assignments{{"LOOM_SHM_DISABLE", "0"}}));
   EXPECT_EQ(translateNcclSetting("NCCL_SOCKET_IFNAME", "^docker,lo", 4).assignments,
             (Assignments{{"LOOM_SOCKET_IFNAME", "^docker,lo"}}));
+  EXPECT_EQ(translateNcclSetting("NCCL_IB_HCA", "=mlx5_0:1,mlx5_1", 4).assignments,
+            (Assignments{{"LOOM_IB_HCA", "=mlx5_0:1,mlx5_1"}}));
   EXPECT_EQ(translateNcclSetting("NCCL_P2P_DISABLE", "1", 4).assignments,
             (Assignments{{"LOOM_CUDA_ENGINE", "0"}, {"LOOM_CUDA_P2P", "0"}}));
   EXPECT_TRUE(translateNcclSetting("NCCL_P2P_DISABLE", "0", 4).assignments.empty());
@@ -98,7 +100,7 @@ TEST(NcclEnvTranslation, TransportsBuffersAndGdr) {
 TEST(NcclEnvTranslation, MappedNamesAreDeclaredAndDocumented) {
   for (const char* name : {"NCCL_DEBUG", "NCCL_DEBUG_SUBSYS", "NCCL_DEBUG_FILE", "NCCL_ALGO", "NCCL_PROTO",
                            "NCCL_SOCKET_IFNAME", "NCCL_IB_DISABLE", "NCCL_SHM_DISABLE", "NCCL_P2P_DISABLE",
-                           "NCCL_NET_GDR_LEVEL", "NCCL_BUFFSIZE", "NCCL_NET"}) {
+                           "NCCL_NET_GDR_LEVEL", "NCCL_BUFFSIZE", "NCCL_NET", "NCCL_IB_HCA"}) {
     EXPECT_TRUE(isMappedNcclVariable(name)) << name;
     const auto& knobs = configKnobs();
     EXPECT_TRUE(std::any_of(knobs.begin(), knobs.end(), [&](const KnobDoc& k) { return std::string(k.env) == name; }))
