@@ -395,7 +395,8 @@ bool LaunchOptions::wantsLogFiles() const {
 }
 
 std::string pythonInterpreter() {
-  const char* exec = std::getenv(kPythonExecVariable);
+  // torchrun's variable (kPythonExecVariable), not Loom's: read as a literal.
+  const char* exec = std::getenv("PYTHON_EXEC");
   return exec != nullptr && *exec != '\0' ? exec : kPythonInterpreter;
 }
 
