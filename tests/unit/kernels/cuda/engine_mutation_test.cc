@@ -1,8 +1,10 @@
 // Tests that prove the engine tests can fail, and the engine's failure
 // reports: a protocol without the receiver's flag wait, or without the fence
 // before the flag store (under a memory layer that publishes plain stores
-// only at fences), gives wrong results that the checks catch; a wait that
-// never gets its flag returns kTimedOut, or kAborted once the abort flag is set.
+// only at fences), or (LL) with a line's data and flag stored apart, gives
+// wrong results that the checks catch; a wait that never gets its flag
+// returns kTimedOut, or kAborted once the abort flag is set, on either
+// protocol.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -16,8 +18,9 @@
 namespace loom::kernels::cuda::engine::testing {
 namespace {
 
-CollectiveCase allReduceCase(size_t count, uint64_t seed) {
+CollectiveCase allReduceCase(size_t count, uint64_t seed, EngineProtocol protocol = EngineProtocol::kSimple) {
   CollectiveCase c;
+  c.protocol = protocol;
   c.op = EngineOp::kAllReduce;
   c.type = DataType::kInt32;
   c.redOp = RedOp::kSum;
@@ -69,24 +72,86 @@ TEST(EngineMutation, FenceBeforeTheFlagIsNeededUnderDelayedStores) {
   }
 }
 
-// Only rank 0 of two calls: its first receive never gets its flag.
+// LL: the same checks catch a receiver that reads its lines without
+// looking at their flags, and a sender whose line is two 4-byte stores
+// (data and flag apart, in either order); the real LL protocol passes
+// under the same delays, and needs no fence: it passes under the layer
+// that publishes plain stores only at fences, with the fence removed.
+TEST(EngineMutation, LLPassesUnderDelaysAndWithoutAnyFence) {
+  for (uint64_t seed = 1; seed <= 3; ++seed) {
+    setDelaySeed(seed);
+    EXPECT_EQ(runAndCheck<DelayingMemory>(allReduceCase(3000, seed, EngineProtocol::kLL), 4, 2), "");
+    CollectiveCase c = allReduceCase(2000, seed, EngineProtocol::kLL);
+    EXPECT_EQ(runAndCheck<BufferedStoreMemory<false>>(c, 3, 2), "") << "LL all-reduce without fences";
+    c.op = EngineOp::kAllGather;
+    EXPECT_EQ(runAndCheck<BufferedStoreMemory<false>>(c, 3, 2), "") << "LL all-gather without fences";
+  }
+}
+
+TEST(EngineMutation, LLReceiverThatIgnoresTheFlagsBreaksResults) {
+  int failures = 0;
+  for (uint64_t seed = 1; seed <= 5 && failures == 0; ++seed) {
+    setDelaySeed(seed);
+    if (!runAndCheck<NoReceiverWaitMemory>(allReduceCase(3000, seed, EngineProtocol::kLL), 4, 2).empty()) ++failures;
+  }
+  EXPECT_GT(failures, 0) << "an LL receiver that ignores the line flags still passed the checks";
+}
+
+TEST(EngineMutation, LLLineStoredAsTwoHalvesBreaksResults) {
+  for (EngineOp op : {EngineOp::kAllReduce, EngineOp::kBroadcast}) {
+    int failures = 0;
+    for (uint64_t seed = 1; seed <= 8 && failures == 0; ++seed) {
+      setDelaySeed(seed);
+      CollectiveCase c = allReduceCase(3000, seed, EngineProtocol::kLL);
+      c.op = op;
+      if (!runAndCheck<SplitLineMemory>(c, 4, 2).empty()) ++failures;
+    }
+    EXPECT_GT(failures, 0) << engineOpName(op) << ": LL lines stored as two halves still passed the checks";
+  }
+}
+
+// Only rank 0 of two calls: its first receive never gets its flag (Simple:
+// the tail counter; LL: the first line of its receive slot).
 TEST(EngineFailures, AWaitWithoutItsFlagTimesOut) {
-  EngineRanks ranks(2, 2, 2, 64);
-  CollectiveRun run(allReduceCase(100, 1), 2);
-  EngineCall call = run.calls()[0];
-  call.timeoutNs = 30'000'000;  // 30 ms
-  uint32_t reported = 0;
-  call.status = &reported;
-  const auto start = std::chrono::steady_clock::now();
+  for (EngineProtocol protocol : {EngineProtocol::kSimple, EngineProtocol::kLL})
+    for (int threads : {1, 3}) {
+      EngineRanks ranks(2, 2, 2, 64);
+      CollectiveRun run(allReduceCase(100, 1, protocol), 2);
+      EngineCall call = run.calls()[0];
+      call.timeoutNs = 30'000'000;  // 30 ms
+      uint32_t reported = 0;
+      call.status = &reported;
+      const auto start = std::chrono::steady_clock::now();
+      EXPECT_EQ(runEngineEmulated(ranks.view(0), call, threads), EngineStatus::kTimedOut)
+          << engineProtocolName(protocol) << ", " << threads << " threads per block";
+      EXPECT_EQ(reported, static_cast<uint32_t>(EngineStatus::kTimedOut));
+      EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+    }
+}
+
+// LL: a sender that laps its receiver waits on the LL head; that wait times out too.
+TEST(EngineFailures, AnLLSenderWithoutFreeSlotsTimesOut) {
+  EngineRanks ranks(2, 1, 2, 64, 64);
+  CollectiveCase c = allReduceCase(5000, 1, EngineProtocol::kLL);
+  c.op = EngineOp::kBroadcast;
+  c.root = 0;
+  c.channels = 1;
+  CollectiveRun run(c, 2);
+  EngineCall call = run.calls()[0];  // the root only sends
+  call.timeoutNs = 30'000'000;
   EXPECT_EQ(runEngineEmulated(ranks.view(0), call), EngineStatus::kTimedOut);
-  EXPECT_EQ(reported, static_cast<uint32_t>(EngineStatus::kTimedOut));
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
 }
 
 TEST(EngineFailures, TheAbortFlagStopsAWaitWithoutTimeout) {
-  for (EngineOp op : {EngineOp::kAllReduce, EngineOp::kSendRecv}) {
+  for (EngineOp op : {EngineOp::kAllReduce, EngineOp::kSendRecv, EngineOp::kBroadcast}) {
     EngineRanks ranks(2, 2, 2, 64);
-    CollectiveRun run(allReduceCase(100, 1), 2);
+    // Broadcast to rank 0 from rank 1 on LL: rank 0 polls its LL lines.
+    CollectiveCase c = allReduceCase(100, 1, op == EngineOp::kBroadcast ? EngineProtocol::kLL : EngineProtocol::kSimple);
+    if (op == EngineOp::kBroadcast) {
+      c.op = op;
+      c.root = 1;
+    }
+    CollectiveRun run(c, 2);
     EngineCall call = run.calls()[0];
     if (op == EngineOp::kSendRecv) {
       call = EngineCall{};
