@@ -129,18 +129,18 @@ TEST(EngineCollectivesFull, WholeMatrixWithRandomDelays) {
 TEST(EngineCollectives, BlocksOfSeveralThreads) {
   uint64_t seed = 500;
   for (EngineProtocol protocol : {EngineProtocol::kSimple, EngineProtocol::kLL})
-  for (int threads : {3, 5})
-    for (EngineOp op : {EngineOp::kAllReduce, EngineOp::kReduceScatter, EngineOp::kAllGather, EngineOp::kBroadcast,
-                        EngineOp::kReduce, EngineOp::kAllToAll}) {
-      if (op == EngineOp::kAllToAll && protocol == EngineProtocol::kLL) continue;
-      // LL: every thread polls its own lines; fp64 spans two lines per element.
-      const DataType type = protocol == EngineProtocol::kLL && threads == 5 ? DataType::kFloat64 : DataType::kFloat16;
-      MatrixPoint p = point(3, 2, op, type, RedOp::kSum, 777, seed % 2 == 0, seed, protocol);
-      p.threadsPerBlock = threads;
-      ++seed;
-      runPoint(p);
-      if (::testing::Test::HasFatalFailure()) return;
-    }
+    for (int threads : {3, 5})
+      for (EngineOp op : {EngineOp::kAllReduce, EngineOp::kReduceScatter, EngineOp::kAllGather, EngineOp::kBroadcast,
+                          EngineOp::kReduce, EngineOp::kAllToAll}) {
+        if (op == EngineOp::kAllToAll && protocol == EngineProtocol::kLL) continue;
+        // LL: every thread polls its own lines; fp64 spans two lines per element.
+        const DataType type = protocol == EngineProtocol::kLL && threads == 5 ? DataType::kFloat64 : DataType::kFloat16;
+        MatrixPoint p = point(3, 2, op, type, RedOp::kSum, 777, seed % 2 == 0, seed, protocol);
+        p.threadsPerBlock = threads;
+        ++seed;
+        runPoint(p);
+        if (::testing::Test::HasFatalFailure()) return;
+      }
 }
 
 TEST(EngineCollectives, OneRankCopiesOutOfPlaceAndLeavesInPlaceAlone) {
@@ -238,23 +238,23 @@ TEST(EngineCollectives, BackToBackMixedCallsOnTheSameEngine) {
 // output is the same bytes, and running again gives the same bytes.
 TEST(EngineCollectives, AllReduceIsBitIdenticalOnEveryRankAndDeterministic) {
   for (EngineProtocol protocol : {EngineProtocol::kSimple, EngineProtocol::kLL})
-  for (DataType type : {DataType::kFloat16, DataType::kBfloat16, DataType::kFloat32, DataType::kFloat64})
-    for (RedOp op : {RedOp::kSum, RedOp::kProd, RedOp::kAvg}) {
-      MatrixPoint p = point(4, 3, EngineOp::kAllReduce, type, op, 2000, false, 11, protocol);
-      p.c.exactData = false;
-      std::vector<unsigned char> first;
-      for (int attempt = 0; attempt < 2; ++attempt) {
-        setDelaySeed(static_cast<uint64_t>(attempt) + 100);
-        EngineRanks ranks(p.nranks, kChannelsAllocated, 2, kSlotBytes);
-        CollectiveRun run(p.c, p.nranks);
-        const std::vector<EngineStatus> status = ranks.run<DelayingMemory>(run.calls());
-        for (EngineStatus s : status) ASSERT_EQ(s, EngineStatus::kOk);
-        for (int r = 1; r < p.nranks; ++r)
-          ASSERT_EQ(run.output(r), run.output(0)) << p.c.describe(p.nranks) << ": rank " << r << " differs from rank 0";
-        if (attempt == 0) first = run.output(0);
-        else EXPECT_EQ(run.output(0), first) << p.c.describe(p.nranks) << ": a second run gave other bytes";
+    for (DataType type : {DataType::kFloat16, DataType::kBfloat16, DataType::kFloat32, DataType::kFloat64})
+      for (RedOp op : {RedOp::kSum, RedOp::kProd, RedOp::kAvg}) {
+        MatrixPoint p = point(4, 3, EngineOp::kAllReduce, type, op, 2000, false, 11, protocol);
+        p.c.exactData = false;
+        std::vector<unsigned char> first;
+        for (int attempt = 0; attempt < 2; ++attempt) {
+          setDelaySeed(static_cast<uint64_t>(attempt) + 100);
+          EngineRanks ranks(p.nranks, kChannelsAllocated, 2, kSlotBytes);
+          CollectiveRun run(p.c, p.nranks);
+          const std::vector<EngineStatus> status = ranks.run<DelayingMemory>(run.calls());
+          for (EngineStatus s : status) ASSERT_EQ(s, EngineStatus::kOk);
+          for (int r = 1; r < p.nranks; ++r)
+            ASSERT_EQ(run.output(r), run.output(0)) << p.c.describe(p.nranks) << ": rank " << r << " differs from rank 0";
+          if (attempt == 0) first = run.output(0);
+          else EXPECT_EQ(run.output(0), first) << p.c.describe(p.nranks) << ": a second run gave other bytes";
+        }
       }
-    }
 }
 
 }  // namespace
