@@ -110,6 +110,52 @@ TEST(EngineMutation, LLLineStoredAsTwoHalvesBreaksResults) {
   }
 }
 
+// LL flags are 32 bits of a 64-bit step counter; a line must never keep a
+// flag until it comes round again. The first `slots` steps of each refresh
+// period write their slots whole, so lines planted with a future step's
+// flag (as an ancient line would carry) are gone after them, while other
+// steps write only the lines their data needs.
+TEST(EngineLL, RefreshStepsWriteEverySlotWhole) {
+  constexpr int kSlots = 3;
+  constexpr size_t kLines = 8;  // 64-byte LL slots
+  EngineRanks ranks(2, 1, kSlots, 64, kLines * kLLLineBytes);
+  const EngineSendConnection& send = ranks.view(0).send[0][1];
+  const EngineRecvConnection& recv = ranks.view(1).recv[0][0];
+  const uint64_t start = (uint64_t{1} << 32) - kLLRefreshSteps;  // a period's first step
+  *send.llStep = start;
+  *recv.llStep = start;
+  *const_cast<uint64_t*>(send.llHead) = start;
+  uint64_t* lines = send.llLines;
+  const uint64_t planted = (static_cast<uint64_t>(static_cast<uint32_t>(start + kSlots + 1)) << 32) | 0xDEADu;
+  for (size_t i = 0; i < kSlots * kLines; ++i) lines[i] = planted;
+  auto flagAt = [&](int slot, size_t line) { return static_cast<uint32_t>(lines[slot * kLines + line] >> 32); };
+  auto broadcastOneElement = [&](uint64_t seed) {
+    CollectiveCase c;
+    c.op = EngineOp::kBroadcast;
+    c.type = DataType::kInt32;
+    c.count = 1;  // one line per step
+    c.channels = 1;
+    c.protocol = EngineProtocol::kLL;
+    c.seed = seed;
+    CollectiveRun run(c, 2);
+    for (EngineStatus status : ranks.run<DelayingMemory>(run.calls())) ASSERT_EQ(status, EngineStatus::kOk);
+    ASSERT_EQ(run.check(), "");
+  };
+  for (int k = 0; k < kSlots; ++k) broadcastOneElement(static_cast<uint64_t>(k) + 1);
+  for (int slot = 0; slot < kSlots; ++slot)
+    for (size_t line = 0; line < kLines; ++line)
+      EXPECT_EQ(flagAt(slot, line), static_cast<uint32_t>(start + slot + 1)) << "slot " << slot << " line " << line;
+  // The next round is past the refresh steps: line 0 only.
+  for (int k = 0; k < kSlots; ++k) broadcastOneElement(static_cast<uint64_t>(k) + 10);
+  for (int slot = 0; slot < kSlots; ++slot) {
+    EXPECT_EQ(flagAt(slot, 0), static_cast<uint32_t>(start + kSlots + slot + 1)) << "slot " << slot;
+    for (size_t line = 1; line < kLines; ++line)
+      EXPECT_EQ(flagAt(slot, line), static_cast<uint32_t>(start + slot + 1)) << "slot " << slot << " line " << line;
+  }
+  EXPECT_EQ(*send.llStep, start + 2 * kSlots);
+  EXPECT_EQ(*recv.llStep, start + 2 * kSlots);
+}
+
 // Only rank 0 of two calls: its first receive never gets its flag (Simple:
 // the tail counter; LL: the first line of its receive slot).
 TEST(EngineFailures, AWaitWithoutItsFlagTimesOut) {
