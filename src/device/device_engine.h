@@ -48,6 +48,11 @@ struct EngineSettings {
   int channels = 8;
   int slots = 4;                     // FIFO slots per connection
   size_t slotBytes = size_t{128} << 10;
+  // LL slots per connection: as many as FIFO slots, each this many bytes of
+  // 8-byte lines (half of it data). 8 KiB carries 4 KiB per step, so the
+  // largest LL all-reduce (kLLMaxBytes, 64 KiB, over 8 channels and 2
+  // ranks) moves each ring block in one step; 2 MiB per rank at 8 x 8.
+  size_t llSlotBytes = size_t{8} << 10;
   double timeoutSeconds = 0;         // LOOM_TIMEOUT: a kernel wait longer than this fails the call
 };
 

@@ -19,6 +19,8 @@
 //   all-to-all and send/recv: one block per (direction, peer, channel),
 //     each a plain FIFO stream; all run concurrently, so any batch finishes.
 //   one rank: a local copy (with the post step), nothing when in place.
+// The ring collectives run on either protocol (EngineCall::protocol): the
+// same steps, each moving one Simple FIFO slot or one LL slot.
 // Copy-only collectives run with T = uint8_t (a byte path): the runner
 // scales their counts to bytes.
 #pragma once
@@ -68,7 +70,23 @@ class EngineBlockRunner {
       return EngineStatus::kOk;
     }
     const int next = ring::next(rank_, n_), prev = ring::prev(rank_, n_);
-    BlockChannel<Memory, Block> ch(view_, call_, block_, &view_.send[channel][next], &view_.recv[channel][prev]);
+    const EngineSendConnection* send = &view_.send[channel][next];
+    const EngineRecvConnection* recv = &view_.recv[channel][prev];
+    if (call_.protocol == EngineProtocol::kLL) {
+      LLChannel<Memory, Block> ch(view_, call_, block_, send, recv);
+      return ringCollective(ch, mine);
+    }
+    BlockChannel<Memory, Block> ch(view_, call_, block_, send, recv);
+    return ringCollective(ch, mine);
+  }
+
+ private:
+  using Channel = BlockChannel<Memory, Block>;
+
+  // A ring collective on either protocol's channel (each moves slotElems
+  // elements per step).
+  template <class Ch>
+  LOOM_HOST_DEVICE EngineStatus ringCollective(Ch& ch, ring::Span mine) {
     const size_t chunk = ch.slotElems(sizeof(T));
     switch (call_.op) {
       case EngineOp::kAllReduce: allReduce(ch, mine, chunk); break;
@@ -82,9 +100,6 @@ class EngineBlockRunner {
     return ch.status();
   }
 
- private:
-  using Channel = BlockChannel<Memory, Block>;
-
   LOOM_HOST_DEVICE static const unsigned char* at(const unsigned char* base, size_t elem) {
     return base ? base + elem * sizeof(T) : nullptr;
   }
@@ -97,31 +112,28 @@ class EngineBlockRunner {
   }
 
   // Steps of the ring; each returns false when a wait failed.
-  LOOM_HOST_DEVICE bool sendStep(Channel& ch, const unsigned char* src, unsigned char* alsoTo, size_t len) {
-    return ch.step(false, true, [&](const unsigned char*, unsigned char* fifo) {
-      moveElements<T, kOp, Memory>(block_, fifo, alsoTo, src, nullptr, len, nullptr);
-    });
+  template <class Ch>
+  LOOM_HOST_DEVICE bool sendStep(Ch& ch, const unsigned char* src, unsigned char* alsoTo, size_t len) {
+    return ch.template transfer<T, kOp>(false, true, src, alsoTo, len, nullptr);
   }
-  LOOM_HOST_DEVICE bool recvReduceSend(Channel& ch, const unsigned char* local, size_t len) {
-    return ch.step(true, true, [&](const unsigned char* fifoIn, unsigned char* fifoOut) {
-      moveElements<T, kOp, Memory>(block_, fifoOut, nullptr, fifoIn, local, len, nullptr);
-    });
+  template <class Ch>
+  LOOM_HOST_DEVICE bool recvReduceSend(Ch& ch, const unsigned char* local, size_t len) {
+    return ch.template transfer<T, kOp>(true, true, local, nullptr, len, nullptr);
   }
   // Finishes a reduction into `dst`, and sends the result on when `forward`.
-  LOOM_HOST_DEVICE bool recvReduceFinal(Channel& ch, const unsigned char* local, unsigned char* dst, size_t len,
+  template <class Ch>
+  LOOM_HOST_DEVICE bool recvReduceFinal(Ch& ch, const unsigned char* local, unsigned char* dst, size_t len,
                                         bool forward) {
-    return ch.step(true, forward, [&](const unsigned char* fifoIn, unsigned char* fifoOut) {
-      moveElements<T, kOp, Memory>(block_, dst, fifoOut, fifoIn, local, len, &post_);
-    });
+    return ch.template transfer<T, kOp>(true, forward, local, dst, len, &post_);
   }
   // Receives into `dst`, and sends it on when `forward`.
-  LOOM_HOST_DEVICE bool recvCopy(Channel& ch, unsigned char* dst, size_t len, bool forward) {
-    return ch.step(true, forward, [&](const unsigned char* fifoIn, unsigned char* fifoOut) {
-      moveElements<T, kOp, Memory>(block_, dst, fifoOut, fifoIn, nullptr, len, nullptr);
-    });
+  template <class Ch>
+  LOOM_HOST_DEVICE bool recvCopy(Ch& ch, unsigned char* dst, size_t len, bool forward) {
+    return ch.template transfer<T, kOp>(true, forward, nullptr, dst, len, nullptr);
   }
 
-  LOOM_HOST_DEVICE void allReduce(Channel& ch, ring::Span mine, size_t chunk) {
+  template <class Ch>
+  LOOM_HOST_DEVICE void allReduce(Ch& ch, ring::Span mine, size_t chunk) {
     const int n = n_, r = rank_;
     const size_t end = mine.offset + mine.count;
     for (size_t base = mine.offset; base < end; base += chunk * static_cast<size_t>(n)) {
@@ -147,7 +159,8 @@ class EngineBlockRunner {
   // Block j of the input (reduce-scatter) or output (all-gather) at element `base` of the rank block.
   LOOM_HOST_DEVICE size_t rankBlock(int j, size_t base) const { return static_cast<size_t>(j) * count_ + base; }
 
-  LOOM_HOST_DEVICE void reduceScatter(Channel& ch, ring::Span mine, size_t chunk) {
+  template <class Ch>
+  LOOM_HOST_DEVICE void reduceScatter(Ch& ch, ring::Span mine, size_t chunk) {
     const int n = n_, r = rank_;
     for (size_t base = mine.offset; base < mine.offset + mine.count; base += chunk) {
       const size_t len = mine.offset + mine.count - base < chunk ? mine.offset + mine.count - base : chunk;
@@ -160,7 +173,8 @@ class EngineBlockRunner {
     }
   }
 
-  LOOM_HOST_DEVICE void allGather(Channel& ch, ring::Span mine, size_t chunk) {
+  template <class Ch>
+  LOOM_HOST_DEVICE void allGather(Ch& ch, ring::Span mine, size_t chunk) {
     const int n = n_, r = rank_;
     for (size_t base = mine.offset; base < mine.offset + mine.count; base += chunk) {
       const size_t len = mine.offset + mine.count - base < chunk ? mine.offset + mine.count - base : chunk;
@@ -173,7 +187,8 @@ class EngineBlockRunner {
     }
   }
 
-  LOOM_HOST_DEVICE void broadcast(Channel& ch, ring::Span mine, size_t chunk) {
+  template <class Ch>
+  LOOM_HOST_DEVICE void broadcast(Ch& ch, ring::Span mine, size_t chunk) {
     const int p = ring::chainFromRoot(rank_, call_.root, n_);
     for (size_t base = mine.offset; base < mine.offset + mine.count; base += chunk) {
       const size_t len = mine.offset + mine.count - base < chunk ? mine.offset + mine.count - base : chunk;
@@ -189,7 +204,8 @@ class EngineBlockRunner {
     }
   }
 
-  LOOM_HOST_DEVICE void reduce(Channel& ch, ring::Span mine, size_t chunk) {
+  template <class Ch>
+  LOOM_HOST_DEVICE void reduce(Ch& ch, ring::Span mine, size_t chunk) {
     const int p = ring::chainToRoot(rank_, call_.root, n_);
     for (size_t base = mine.offset; base < mine.offset + mine.count; base += chunk) {
       const size_t len = mine.offset + mine.count - base < chunk ? mine.offset + mine.count - base : chunk;

@@ -29,23 +29,25 @@ bool aligned(const void* p, size_t to) { return reinterpret_cast<uintptr_t>(p) %
 
 }  // namespace
 
-const char* engineLayoutError(int nranks, int nchannels, int slots, size_t slotBytes) {
+const char* engineLayoutError(int nranks, int nchannels, int slots, size_t slotBytes, size_t llSlotBytes) {
   if (nranks < 1 || nranks > kMaxRanks) return "engine layout: nranks out of range [1, 8]";
   if (nchannels < 1 || nchannels > kMaxChannels) return "engine layout: nchannels out of range [1, 8]";
   // A ring step receives and sends at once; with one slot every rank would
   // wait for its successor to free the slot it is itself waiting to fill.
   if (slots < 2) return "engine layout: slots must be at least 2";
   if (slotBytes < 1 || slotBytes > (size_t{1} << 30)) return "engine layout: slotBytes out of range [1, 1 GiB]";
+  if (llSlotBytes < 1 || llSlotBytes > (size_t{1} << 24)) return "engine layout: llSlotBytes out of range [1, 16 MiB]";
   return nullptr;
 }
 
-EngineLayout engineLayout(int nranks, int nchannels, int slots, size_t slotBytes) {
+EngineLayout engineLayout(int nranks, int nchannels, int slots, size_t slotBytes, size_t llSlotBytes) {
   EngineLayout l;
-  if (engineLayoutError(nranks, nchannels, slots, slotBytes)) return l;
+  if (engineLayoutError(nranks, nchannels, slots, slotBytes, llSlotBytes)) return l;
   l.nranks = nranks;
   l.nchannels = nchannels;
   l.slots = slots;
   l.slotBytes = roundUp(slotBytes, kSlotAlignment);
+  l.llSlotBytes = roundUp(llSlotBytes, kLLSlotAlignment);
   // Counters are indexed [channel][peer] over kMaxRanks peers (a few KiB);
   // FIFOs, the bulk of the memory, over the nchannels x nranks in use.
   const size_t connections = static_cast<size_t>(kMaxChannels) * kMaxRanks;
@@ -56,7 +58,13 @@ EngineLayout engineLayout(int nranks, int nchannels, int slots, size_t slotBytes
   l.headOffset = l.tailOffset + counters;
   l.sendStepOffset = l.headOffset + counters;
   l.recvStepOffset = l.sendStepOffset + counters;
-  l.bytes = l.recvStepOffset + counters;
+  l.llOffset = l.recvStepOffset + counters;
+  const size_t llBytes = static_cast<size_t>(slots) * l.llSlotBytes;
+  l.llHeadOffset = roundUp(l.llOffset + static_cast<size_t>(nchannels) * static_cast<size_t>(nranks) * llBytes,
+                           kCounterStride);
+  l.llSendStepOffset = l.llHeadOffset + counters;
+  l.llRecvStepOffset = l.llSendStepOffset + counters;
+  l.bytes = l.llRecvStepOffset + counters;
   return l;
 }
 
@@ -67,7 +75,13 @@ EngineView makeEngineView(const EngineLayout& layout, int rank, void* const* bas
   v.nchannels = layout.nchannels;
   v.slots = layout.slots;
   v.slotBytes = layout.slotBytes;
+  v.llSlotBytes = layout.llSlotBytes;
   const size_t fifoBytes = static_cast<size_t>(layout.slots) * layout.slotBytes;
+  const size_t llBytes = static_cast<size_t>(layout.slots) * layout.llSlotBytes;
+  auto llLinesAt = [&](void* base, int channel, int sender) {
+    return reinterpret_cast<uint64_t*>(static_cast<unsigned char*>(base) + layout.llOffset +
+                                       fifoIndex(channel, sender, layout.nranks) * llBytes);
+  };
   void* own = bases[rank];
   for (int c = 0; c < layout.nchannels; ++c) {
     for (int peer = 0; peer < layout.nranks; ++peer) {
@@ -77,12 +91,18 @@ EngineView makeEngineView(const EngineLayout& layout, int rank, void* const* bas
       s.tail = counterAt(bases[peer], layout.tailOffset, c, rank);
       s.head = counterAt(own, layout.headOffset, c, peer);
       s.step = counterAt(own, layout.sendStepOffset, c, peer);
+      s.llLines = llLinesAt(bases[peer], c, rank);
+      s.llHead = counterAt(own, layout.llHeadOffset, c, peer);
+      s.llStep = counterAt(own, layout.llSendStepOffset, c, peer);
       // peer -> this rank.
       EngineRecvConnection& r = v.recv[c][peer];
       r.fifo = static_cast<unsigned char*>(own) + layout.fifoOffset + fifoIndex(c, peer, layout.nranks) * fifoBytes;
       r.tail = counterAt(own, layout.tailOffset, c, peer);
       r.head = counterAt(bases[peer], layout.headOffset, c, rank);
       r.step = counterAt(own, layout.recvStepOffset, c, peer);
+      r.llLines = llLinesAt(own, c, peer);
+      r.llHead = counterAt(bases[peer], layout.llHeadOffset, c, rank);
+      r.llStep = counterAt(own, layout.llRecvStepOffset, c, peer);
     }
   }
   return v;
@@ -101,6 +121,26 @@ const char* engineOpName(EngineOp op) {
   return "?";
 }
 
+const char* engineProtocolName(EngineProtocol protocol) {
+  switch (protocol) {
+    case EngineProtocol::kSimple: return "Simple";
+    case EngineProtocol::kLL: return "LL";
+  }
+  return "?";
+}
+
+EngineProtocol engineProtocolFor(EngineOp op, DataType type, size_t count, int nranks) {
+  if (op == EngineOp::kSendRecv || op == EngineOp::kAllToAll || !isValidDataType(static_cast<int>(type)) ||
+      nranks < 1)
+    return EngineProtocol::kSimple;
+  const size_t elem = dataTypeSize(type);
+  if (count > kLLMaxBytes / elem) return EngineProtocol::kSimple;
+  const size_t perRank = count * elem;
+  const bool spansRanks = op == EngineOp::kAllGather || op == EngineOp::kReduceScatter;
+  const size_t largest = spansRanks ? perRank * static_cast<size_t>(nranks) : perRank;
+  return largest <= kLLMaxBytes ? EngineProtocol::kLL : EngineProtocol::kSimple;
+}
+
 const char* engineStatusName(EngineStatus status) {
   switch (status) {
     case EngineStatus::kOk: return "ok";
@@ -115,6 +155,9 @@ const char* engineCallError(const EngineCall& call, int nranks, int rank) {
   if (nranks < 1 || nranks > kMaxRanks) return "nranks out of range [1, 8]";
   if (static_cast<int>(call.op) > static_cast<int>(EngineOp::kSendRecv)) return "op is not an EngineOp";
   if (call.channels < 0 || call.channels > kMaxChannels) return "channels out of range [0, 8]";
+  if (static_cast<int>(call.protocol) > static_cast<int>(EngineProtocol::kLL)) return "protocol is not an EngineProtocol";
+  if (call.protocol == EngineProtocol::kLL && (call.op == EngineOp::kSendRecv || call.op == EngineOp::kAllToAll))
+    return "protocol LL runs the ring collectives only (send/recv and all-to-all run Simple)";
   if (call.op == EngineOp::kSendRecv) {
     if (call.nsends < 0 || call.nsends > kMaxRanks) return "nsends out of range [0, 8]";
     if (call.nrecvs < 0 || call.nrecvs > kMaxRanks) return "nrecvs out of range [0, 8]";

@@ -17,6 +17,19 @@
 // After a call that reported kAborted or kTimedOut the counters no longer
 // agree: the engine's memory must be zero-filled again (or the communicator
 // torn down) before the next call.
+//
+// Connections ("LL", low latency, for small messages): beside each FIFO a
+// ring of `slots` LL slots of `llSlotBytes` in the receiver's allocation.
+// An LL slot is 8-byte lines, each 4 bytes of data and a 4-byte flag
+// written by ONE 8-byte store, so the receiver polls the lines themselves:
+// no fence and no tail counter. The flag of LL step s is (uint32_t)(s + 1),
+// s from a persistent LL step counter of each side (`llStep`), so no launch
+// carries a host-computed value. Flow control is an `llHead` counter (LL
+// slots freed) in the sender's allocation, as for Simple. Old lines can
+// never pass for new ones: a line of slot k last written at step s' is read
+// at step s only with s' < s, s' = s (mod slots), and every slot is written
+// whole (all its lines) once per kLLRefreshSteps steps, so s - s' stays far
+// below 2^32 and the two flags differ.
 #pragma once
 
 #include <cstddef>
@@ -36,6 +49,16 @@ constexpr int kMaxChannels = 8;  // independent slices, one thread block each pe
 constexpr size_t kCounterStride = 128;
 // FIFO slots are 16-byte multiples so that 16-byte vectors never straddle them.
 constexpr size_t kSlotAlignment = 16;
+// LL slots are multiples of 32 bytes: 16 bytes of data, so LL chunks keep
+// the ring's 16-byte granule.
+constexpr size_t kLLSlotAlignment = 32;
+constexpr size_t kLLLineBytes = 8;      // 4 bytes of data + a 4-byte flag
+constexpr size_t kLLLineDataBytes = 4;
+// An LL send step whose step counter is below a multiple of this (one step
+// per slot of every period) writes every line of its slot, so that no line
+// keeps a flag for 2^32 steps (see above).
+constexpr uint64_t kLLRefreshSteps = uint64_t{1} << 24;
+constexpr size_t kDefaultLLSlotBytes = 256;
 
 // Bytes one rank allocates (device memory, zero-filled by the caller) for its
 // side of every connection, and where each part lies in it.
@@ -50,13 +73,21 @@ struct EngineLayout {
   size_t headOffset = 0;      // [channel][receiver] counters: slots the receiver freed
   size_t sendStepOffset = 0;  // [channel][receiver] this rank's slots sent so far
   size_t recvStepOffset = 0;  // [channel][sender] this rank's slots received so far
+  size_t llSlotBytes = 0;       // rounded up to kLLSlotAlignment
+  size_t llOffset = 0;          // [channel][sender < nranks] LL slots: slots * llSlotBytes (this rank receives)
+  size_t llHeadOffset = 0;      // [channel][receiver] counters: LL slots the receiver freed
+  size_t llSendStepOffset = 0;  // [channel][receiver] this rank's LL steps sent so far
+  size_t llRecvStepOffset = 0;  // [channel][sender] this rank's LL steps received so far
 };
 
 // nranks in [1, kMaxRanks], nchannels in [1, kMaxChannels], slots >= 2,
-// slotBytes >= 1 (rounded up to kSlotAlignment). Returns bytes == 0 when an
-// argument is out of range (engineLayoutError says which).
-EngineLayout engineLayout(int nranks, int nchannels, int slots, size_t slotBytes);
-const char* engineLayoutError(int nranks, int nchannels, int slots, size_t slotBytes);
+// slotBytes >= 1 (rounded up to kSlotAlignment), llSlotBytes >= 1 (rounded
+// up to kLLSlotAlignment). Returns bytes == 0 when an argument is out of
+// range (engineLayoutError says which).
+EngineLayout engineLayout(int nranks, int nchannels, int slots, size_t slotBytes,
+                          size_t llSlotBytes = kDefaultLLSlotBytes);
+const char* engineLayoutError(int nranks, int nchannels, int slots, size_t slotBytes,
+                              size_t llSlotBytes = kDefaultLLSlotBytes);
 
 // This rank sending to `peer` on one channel.
 struct EngineSendConnection {
@@ -64,6 +95,9 @@ struct EngineSendConnection {
   uint64_t* tail = nullptr;       // in the peer's allocation: this rank release-stores slots filled
   const uint64_t* head = nullptr; // in this rank's allocation: the peer release-stores slots freed
   uint64_t* step = nullptr;       // in this rank's allocation: slots sent, kept across calls
+  uint64_t* llLines = nullptr;        // in the peer's allocation: slots * llSlotBytes of LL lines
+  const uint64_t* llHead = nullptr;   // in this rank's allocation: the peer release-stores LL slots freed
+  uint64_t* llStep = nullptr;         // in this rank's allocation: LL steps sent, kept across calls
 };
 
 // This rank receiving from `peer` on one channel.
@@ -72,6 +106,9 @@ struct EngineRecvConnection {
   const uint64_t* tail = nullptr;       // in this rank's allocation
   uint64_t* head = nullptr;             // in the peer's allocation
   uint64_t* step = nullptr;             // in this rank's allocation: slots received, kept across calls
+  const uint64_t* llLines = nullptr;    // in this rank's allocation
+  uint64_t* llHead = nullptr;           // in the peer's allocation
+  uint64_t* llStep = nullptr;           // in this rank's allocation: LL steps received, kept across calls
 };
 
 // What rank `rank`'s kernel reads: built on the host from every rank's
@@ -83,6 +120,7 @@ struct EngineView {
   int nchannels = 0;
   int slots = 0;
   size_t slotBytes = 0;
+  size_t llSlotBytes = 0;
   EngineSendConnection send[kMaxChannels][kMaxRanks];
   EngineRecvConnection recv[kMaxChannels][kMaxRanks];
 };
@@ -92,10 +130,18 @@ EngineView makeEngineView(const EngineLayout& layout, int rank, void* const* bas
 
 enum class EngineOp : uint8_t { kAllReduce, kReduceScatter, kAllGather, kBroadcast, kReduce, kAllToAll, kSendRecv };
 
+// How a call moves its data (both ends of every connection must agree: the
+// choice depends only on the call's arguments). kSimple: FIFO slots, a
+// fence, a tail counter; for bandwidth. kLL: flagged 8-byte lines; half the
+// bandwidth but no fence or counter round trip per step; for small
+// messages. kLL runs the ring collectives (not kSendRecv / kAllToAll).
+enum class EngineProtocol : uint8_t { kSimple, kLL };
+
 // What the kernel reports through EngineCall::status (0 is success).
 enum class EngineStatus : uint32_t { kOk = 0, kAborted = 1, kTimedOut = 2, kInvalidCall = 3 };
 
 const char* engineOpName(EngineOp op);
+const char* engineProtocolName(EngineProtocol protocol);
 const char* engineStatusName(EngineStatus status);
 
 // One collective call as the kernel receives it (by value).
@@ -136,11 +182,14 @@ struct EngineCall {
   // kOk before the launch (a memset on the stream keeps graph replays correct).
   uint32_t* status = nullptr;
   int channels = 0;  // channels this call uses: 0 = all of the view's, else 1..view.nchannels (same on every rank)
+  EngineProtocol protocol = EngineProtocol::kSimple;  // the same on every rank
 };
 
 // Both travel to the device as bytes (a cudaMemcpy, a kernel argument).
 static_assert(std::is_trivially_copyable_v<EngineView>);
 static_assert(std::is_trivially_copyable_v<EngineCall>);
+// A kernel parameter: CUDA's classic limit is 4 KiB.
+static_assert(sizeof(EngineCall) <= 4096);
 
 // nullptr if `call` is valid for a communicator of `nranks` ranks, else what
 // is wrong. With `rank` >= 0 the root's own buffers are checked too
@@ -151,6 +200,14 @@ const char* engineCallError(const EngineCall& call, int nranks, int rank = -1);
 LOOM_HOST_DEVICE inline int engineChannels(const EngineCall& call, int viewChannels) {
   return call.channels > 0 && call.channels < viewChannels ? call.channels : viewChannels;
 }
+// Messages up to this many bytes per rank run LL (engineProtocolFor).
+constexpr size_t kLLMaxBytes = size_t{64} << 10;
+// The protocol a call of these arguments should run: kLL for a ring
+// collective whose largest buffer (all-gather's output, reduce-scatter's
+// input, the others' count) is at most kLLMaxBytes, else kSimple. A pure
+// function of the arguments every rank passes alike, so every rank agrees.
+EngineProtocol engineProtocolFor(EngineOp op, DataType type, size_t count, int nranks);
+
 // Thread blocks the call's kernel runs (0: nothing to do). Ring collectives:
 // one per channel; kAllToAll: a send and a recv block per peer and channel;
 // kSendRecv: one per (send or recv, channel).

@@ -14,6 +14,16 @@
 //   4. the block syncs; thread 0 fences (release, system scope: it publishes
 //      every thread's stores that the sync ordered before it) and
 //      release-stores the send tail and the receive head.
+//
+// The LL protocol (LLChannel) moves one LL slot per step:
+//   1. only when the send slot is reused: thread 0 waits until the receiver
+//      freed it (llHead), and the block syncs;
+//   2. every thread takes its strided share of the slot's lines: it polls
+//      each receive line until the line's flag is this step's, reduces its
+//      data with the local elements, stores the result to the user buffer
+//      and/or as a send line (data and flag in one 8-byte store: no fence);
+//   3. the block syncs (spreading a failed poll); thread 0 release-stores
+//      the receive head.
 #pragma once
 
 #include <cstddef>
@@ -96,9 +106,15 @@ struct Waiter {
   EngineStatus failure = EngineStatus::kOk;
 
   LOOM_HOST_DEVICE bool waitAtLeast(const uint64_t* flag, uint64_t target) {
+    return waitUntil([&] { return Memory::loadAcquire(flag) >= target; });
+  }
+
+  // Spins until ready() is true; false (and `failure` set) on abort or timeout.
+  template <class Ready>
+  LOOM_HOST_DEVICE bool waitUntil(Ready&& ready) {
     uint64_t start = 0;
     for (uint32_t i = 0;; ++i) {
-      if (Memory::loadAcquire(flag) >= target) return true;
+      if (ready()) return true;
       if ((i & 63u) == 0) {  // the abort flag and the clock are slower to read than the flag
         if (Memory::loadAbort(abortFlag) != 0) {
           failure = EngineStatus::kAborted;
@@ -164,6 +180,18 @@ class BlockChannel {
     return true;
   }
 
+  // One step that moves `len` elements: out = post(received op local) (or
+  // post(local) without a receive; op and post optional), stored to `dst`
+  // when not null and to the send slot when sending.
+  template <class T, RedOp kOp>
+  LOOM_HOST_DEVICE bool transfer(bool doRecv, bool doSend, const unsigned char* local, unsigned char* dst,
+                                 size_t len, const PostStep<T>* post) {
+    return step(doRecv, doSend, [&](const unsigned char* in, unsigned char* out) {
+      moveElements<T, kOp, Memory>(block_, dst ? dst : out, dst ? out : nullptr, doRecv ? in : local,
+                                   doRecv ? local : nullptr, len, post);
+    });
+  }
+
   // Stores the step counters back for the next call (after a failure they
   // no longer match the peers': the engine must be reset).
   LOOM_HOST_DEVICE void finish() {
@@ -190,6 +218,134 @@ class BlockChannel {
   Waiter<Memory> waiter_;
   uint64_t sendStep_ = 0;
   uint64_t recvStep_ = 0;
+  bool failed_ = false;
+};
+
+// The LL protocol's side of one block (see the top of this file), with the
+// same interface as BlockChannel's transfer/finish/status.
+template <class Memory, class Block>
+class LLChannel {
+ public:
+  LOOM_HOST_DEVICE LLChannel(const EngineView& view, const EngineCall& call, const Block& block,
+                             const EngineSendConnection* send, const EngineRecvConnection* recv)
+      : block_(block), send_(send), recv_(recv), slots_(static_cast<uint64_t>(view.slots)),
+        slotLines_(view.llSlotBytes / kLLLineBytes), abortFlag_(call.abortFlag), timeoutNs_(call.timeoutNs) {
+    sendStep_ = send_ ? *send_->llStep : 0;
+    recvStep_ = recv_ ? *recv_->llStep : 0;
+  }
+
+  // Elements of T one LL slot carries.
+  LOOM_HOST_DEVICE size_t slotElems(size_t elemBytes) const { return slotLines_ * kLLLineDataBytes / elemBytes; }
+
+  template <class T, RedOp kOp>
+  LOOM_HOST_DEVICE bool transfer(bool doRecv, bool doSend, const unsigned char* local, unsigned char* dst,
+                                 size_t len, const PostStep<T>* post) {
+    // Elements move in units of whole lines: 4 bytes (1, 2 or 4 elements) or
+    // one 8-byte element over two lines.
+    constexpr size_t kUnitBytes = sizeof(T) > kLLLineDataBytes ? sizeof(T) : kLLLineDataBytes;
+    constexpr size_t kUnitLines = kUnitBytes / kLLLineDataBytes;
+    constexpr size_t kUnitElems = kUnitBytes / sizeof(T);
+    bool failed = false;
+    if (doSend && sendStep_ + 1 > slots_) {
+      if (block_.tid() == 0) {
+        Waiter<Memory> waiter{abortFlag_, timeoutNs_};
+        failed = !waiter.waitAtLeast(send_->llHead, sendStep_ + 1 - slots_);
+        failure_ = waiter.failure;
+      }
+      if (blockFailed(failed)) return false;
+    }
+    const uint32_t recvFlag = static_cast<uint32_t>(recvStep_ + 1);
+    const uint32_t sendFlag = static_cast<uint32_t>(sendStep_ + 1);
+    const uint64_t* in = doRecv ? recv_->llLines + (recvStep_ % slots_) * slotLines_ : nullptr;
+    uint64_t* out = doSend ? send_->llLines + (sendStep_ % slots_) * slotLines_ : nullptr;
+    const size_t units = (len + kUnitElems - 1) / kUnitElems;
+    const size_t tid = static_cast<size_t>(block_.tid()), nthreads = static_cast<size_t>(block_.nthreads());
+    const typename OpFunctor<T, kOp>::type op{};
+    Waiter<Memory> waiter{abortFlag_, timeoutNs_};
+    for (size_t u = tid; u < units && !failed; u += nthreads) {
+      const size_t first = u * kUnitElems;
+      const size_t elems = len - first < kUnitElems ? len - first : kUnitElems;
+      uint32_t words[kUnitLines] = {};
+      T x[kUnitElems] = {};
+      if (doRecv) {
+        for (size_t l = 0; l < kUnitLines && !failed; ++l) {
+          const uint64_t* line = in + u * kUnitLines + l;
+          uint64_t value = Memory::loadLine(line);
+          if (Memory::kReceiverWaits && static_cast<uint32_t>(value >> 32) != recvFlag) {
+            failed = !waiter.waitUntil([&] {
+              value = Memory::loadLine(line);
+              return static_cast<uint32_t>(value >> 32) == recvFlag;
+            });
+          }
+          words[l] = static_cast<uint32_t>(value);
+        }
+        if (failed) break;
+        memcpy(x, words, sizeof(x));
+      }
+      for (size_t e = 0; e < elems; ++e) {
+        if (doRecv) {
+          if (local) {
+            T y;
+            memcpy(&y, local + (first + e) * sizeof(T), sizeof(T));
+            x[e] = op(x[e], y);
+          }
+        } else {
+          memcpy(&x[e], local + (first + e) * sizeof(T), sizeof(T));
+        }
+        if (post) x[e] = (*post)(x[e]);
+        if (dst) Memory::storeData(dst + (first + e) * sizeof(T), x[e]);
+      }
+      if (doSend) {
+        // Lanes past the data go out as zeros: every line gets a flag.
+        for (size_t e = elems; e < kUnitElems; ++e) x[e] = T{};
+        memcpy(words, x, sizeof(words));
+        for (size_t l = 0; l < kUnitLines; ++l)
+          Memory::storeLine(out + u * kUnitLines + l, (static_cast<uint64_t>(sendFlag) << 32) | words[l]);
+      }
+    }
+    // Once per refresh period every slot is written whole (engine_layout.h).
+    if (doSend && !failed && sendStep_ % kLLRefreshSteps < slots_)
+      for (size_t line = units * kUnitLines + tid; line < slotLines_; line += nthreads)
+        Memory::storeLine(out + line, static_cast<uint64_t>(sendFlag) << 32);
+    if (failed) failure_ = waiter.failure;
+    if (blockFailed(failed)) return false;
+    if (doRecv && block_.tid() == 0) Memory::storeRelease(recv_->llHead, recvStep_ + 1);
+    if (doSend) ++sendStep_;
+    if (doRecv) ++recvStep_;
+    return true;
+  }
+
+  LOOM_HOST_DEVICE void finish() {
+    block_.sync();
+    if (block_.tid() != 0 || failed_) return;
+    if (send_) *send_->llStep = sendStep_;
+    if (recv_) *recv_->llStep = recvStep_;
+  }
+
+  LOOM_HOST_DEVICE EngineStatus status() const { return failed_ ? failure_ : EngineStatus::kOk; }
+
+ private:
+  // Syncs the block; true when any thread's wait failed, and then every
+  // thread learns why (any timeout reports kTimedOut, else kAborted): every
+  // thread polls lines, so the failing one need not be thread 0.
+  LOOM_HOST_DEVICE bool blockFailed(bool failed) {
+    if (!block_.syncOr(failed)) return false;
+    const bool timedOut = block_.syncOr(failure_ == EngineStatus::kTimedOut);
+    failure_ = timedOut ? EngineStatus::kTimedOut : EngineStatus::kAborted;
+    failed_ = true;
+    return true;
+  }
+
+  const Block& block_;
+  const EngineSendConnection* send_;
+  const EngineRecvConnection* recv_;
+  uint64_t slots_;
+  size_t slotLines_;
+  const volatile uint32_t* abortFlag_;
+  uint64_t timeoutNs_;
+  uint64_t sendStep_ = 0;
+  uint64_t recvStep_ = 0;
+  EngineStatus failure_ = EngineStatus::kOk;
   bool failed_ = false;
 };
 

@@ -16,6 +16,9 @@
 // A policy provides (all static, LOOM_HOST_DEVICE where the device uses them):
 //   loadAcquire(flag), storeRelease(flag, value), fenceRelease()
 //   storeData(dst, value): one plain store of a Pack or an element
+//   loadLine(line), storeLine(line, value): one LL line (engine_layout.h),
+//     8 bytes loaded or stored by ONE single-copy-atomic access, so a
+//     reader sees the line's data and flag from the same store
 //   flushAtExit(): the end of a block (the kernel's end publishes everything)
 //   nowNs(), backoff(iteration), loadAbort(flag)
 //   kReceiverWaits, kFenceBeforeFlag: true in every real policy; the test
@@ -67,6 +70,24 @@ struct SystemMemory {
     std::atomic_ref<uint64_t>(*flag).store(value, std::memory_order_release);
   }
   static void fenceRelease() { std::atomic_thread_fence(std::memory_order_release); }
+#endif
+
+  // LL lines: relaxed, since the flag and the data it vouches for are one
+  // atomic word; nothing else is ordered by them.
+#if LOOM_ENGINE_LIBCUXX
+  LOOM_HOST_DEVICE static uint64_t loadLine(const uint64_t* line) {
+    return FlagRef(*const_cast<uint64_t*>(line)).load(::cuda::std::memory_order_relaxed);
+  }
+  LOOM_HOST_DEVICE static void storeLine(uint64_t* line, uint64_t value) {
+    FlagRef(*line).store(value, ::cuda::std::memory_order_relaxed);
+  }
+#else
+  static uint64_t loadLine(const uint64_t* line) {
+    return std::atomic_ref<uint64_t>(*const_cast<uint64_t*>(line)).load(std::memory_order_relaxed);
+  }
+  static void storeLine(uint64_t* line, uint64_t value) {
+    std::atomic_ref<uint64_t>(*line).store(value, std::memory_order_relaxed);
+  }
 #endif
 
   template <class V>

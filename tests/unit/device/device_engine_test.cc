@@ -190,18 +190,16 @@ TEST(DeviceEngineEmulated, OneRankWithoutABackendMeansNoEngineOnAnyRank) {
   }
 }
 
-// The emulated backend, except that mapping a peer fails.
-class UnmappableBackend final : public EngineBackend {
+// The emulated backend, for tests to override one part of.
+class ForwardingBackend : public EngineBackend {
  public:
-  UnmappableBackend() : inner_(makeEmulatedEngineBackend()) {}
-  const char* name() const override { return "unmappable"; }
+  ForwardingBackend() : inner_(makeEmulatedEngineBackend()) {}
+  const char* name() const override { return "forwarding"; }
   int device() const override { return inner_->device(); }
   Result<void*> allocShared(size_t bytes, EngineExport* out) override { return inner_->allocShared(bytes, out); }
   void freeShared(void* base) override { inner_->freeShared(base); }
   Result<bool> reaches(const EngineExport& peer) override { return inner_->reaches(peer); }
-  Result<void*> mapPeer(const EngineExport&) override {
-    return makeError(Code::kUnhandledCudaError, "cudaIpcOpenMemHandle failed (injected)");
-  }
+  Result<void*> mapPeer(const EngineExport& peer) override { return inner_->mapPeer(peer); }
   void unmapPeer(void* base) override { inner_->unmapPeer(base); }
   Result<const kernels::cuda::engine::EngineView*> publishView(const kernels::cuda::engine::EngineView& v) override {
     return inner_->publishView(v);
@@ -220,6 +218,105 @@ class UnmappableBackend final : public EngineBackend {
   std::unique_ptr<EngineBackend> inner_;
 };
 
+// Mapping a peer fails.
+class UnmappableBackend final : public ForwardingBackend {
+ public:
+  Result<void*> mapPeer(const EngineExport&) override {
+    return makeError(Code::kUnhandledCudaError, "cudaIpcOpenMemHandle failed (injected)");
+  }
+};
+
+// Records the protocol of every call it launches.
+class ProtocolRecordingBackend final : public ForwardingBackend {
+ public:
+  explicit ProtocolRecordingBackend(std::vector<kernels::cuda::engine::EngineProtocol>* seen) : seen_(seen) {}
+  Status launch(const kernels::cuda::engine::EngineView* view, const kernels::cuda::engine::EngineLayout& layout,
+                const kernels::cuda::engine::EngineCall& call, void* stream) override {
+    seen_->push_back(call.protocol);
+    return ForwardingBackend::launch(view, layout, call, stream);
+  }
+
+ private:
+  std::vector<kernels::cuda::engine::EngineProtocol>* seen_;
+};
+
+// Small calls run LL and large ones Simple, alike on every rank, and both
+// give the reference's results when mixed on the same connections.
+TEST(DeviceEngineEmulated, SmallCallsRunLLAndLargeOnesSimpleOnEveryRank) {
+  using kernels::cuda::engine::EngineProtocol;
+  const int nranks = 3;
+  std::vector<std::vector<EngineProtocol>> seen(nranks);
+  EngineWorld world = makeWorld(nranks, 20, [&](int rank) {
+    return std::unique_ptr<EngineBackend>(new ProtocolRecordingBackend(&seen[static_cast<size_t>(rank)]));
+  });
+  for (int r = 0; r < nranks; ++r) ASSERT_NE(world.engines[static_cast<size_t>(r)], nullptr) << world.why[0];
+  const size_t small = 1000, large = 40000;  // floats: 4 KB and 160 KB
+  const std::vector<algo::CollType> types = {algo::CollType::kAllReduce, algo::CollType::kBroadcast,
+                                             algo::CollType::kReduce, algo::CollType::kAllGather,
+                                             algo::CollType::kReduceScatter};
+  std::vector<std::string> failures(nranks);
+  runRankThreads(nranks, [&](int rank) {
+    DeviceEngine& eng = *world.engines[static_cast<size_t>(rank)];
+    std::string& failure = failures[static_cast<size_t>(rank)];
+    for (size_t count : {small, large, small})
+      for (algo::CollType type : types) {
+        const size_t n = static_cast<size_t>(nranks);
+        std::vector<float> in(count * n), out(count * n, -1.0f);
+        for (size_t i = 0; i < in.size(); ++i) in[i] = inputOf(rank, i);
+        algo::CollArgs args;
+        args.type = type;
+        args.sendbuf = in.data();
+        args.recvbuf = out.data();
+        args.count = count;
+        args.op = RedOp::kSum;
+        args.root = 1;
+        Status s = eng.enqueue(args, nullptr);
+        if (s.isOk()) s = eng.waitIdle(waitFor(60));
+        if (s.isOk()) s = eng.kernelError();
+        if (!s.isOk()) {
+          failure = s.message();
+          return;
+        }
+        for (size_t i = 0; i < count && failure.empty(); ++i) {
+          float want = 0;
+          switch (type) {
+            case algo::CollType::kAllReduce:
+              for (int r = 0; r < nranks; ++r) want += inputOf(r, i);
+              break;
+            case algo::CollType::kReduce:
+              if (rank != 1) continue;
+              for (int r = 0; r < nranks; ++r) want += inputOf(r, i);
+              break;
+            case algo::CollType::kBroadcast: want = inputOf(1, i); break;
+            case algo::CollType::kAllGather: want = inputOf(static_cast<int>(i / count), i % count); break;
+            case algo::CollType::kReduceScatter:
+              for (int r = 0; r < nranks; ++r) want += inputOf(r, static_cast<size_t>(rank) * count + i);
+              break;
+          }
+          if (out[i] != want)
+            failure = std::string(algo::collTypeName(type)) + " of " + std::to_string(count) + " floats differs at " +
+                      std::to_string(i);
+        }
+        // All-gather: the rest of the output too.
+        if (type == algo::CollType::kAllGather)
+          for (size_t i = count; i < count * n && failure.empty(); ++i)
+            if (out[i] != inputOf(static_cast<int>(i / count), i % count))
+              failure = "all-gather of " + std::to_string(count) + " floats differs at " + std::to_string(i);
+      }
+  });
+  for (int r = 0; r < nranks; ++r) EXPECT_EQ(failures[static_cast<size_t>(r)], "") << "rank " << r;
+  // Per call: LL where every buffer of the call is at most 64 KiB (all-gather's output and reduce-scatter's
+  // input are 3 x count), Simple otherwise; every rank the same.
+  std::vector<EngineProtocol> want;
+  for (size_t count : {small, large, small})
+    for (algo::CollType type : types) {
+      const bool spans = type == algo::CollType::kAllGather || type == algo::CollType::kReduceScatter;
+      const size_t bytes = count * sizeof(float) * (spans ? static_cast<size_t>(nranks) : 1);
+      want.push_back(bytes <= (size_t{64} << 10) ? EngineProtocol::kLL : EngineProtocol::kSimple);
+    }
+  for (int r = 0; r < nranks; ++r) EXPECT_EQ(seen[static_cast<size_t>(r)], want) << "rank " << r;
+}
+
 TEST(DeviceEngineEmulated, ARankThatCannotMapItsPeersLeavesNoRankWithTheEngine) {
   EngineWorld world = makeWorld(3, 20, [](int rank) {
     return rank == 2 ? std::unique_ptr<EngineBackend>(new UnmappableBackend) : makeEmulatedEngineBackend();
@@ -236,38 +333,45 @@ TEST(DeviceEngineEmulated, MoreRanksThanTheEngineRunsMeansNoEngine) {
   EXPECT_NE(world.why[0].find("ranks"), std::string::npos) << world.why[0];
 }
 
+// Both protocols: 4096 floats run LL, 100000 Simple.
 TEST(DeviceEngineEmulated, APeerThatNeverCallsEndsInATimeoutNamingTheRankThenCallsFailAtOnce) {
-  EngineWorld world = makeWorld(2, /*timeoutSeconds=*/0.3);
-  ASSERT_NE(world.engines[0], nullptr) << world.why[0];
-  std::vector<float> in(4096, 1.0f), out(4096);
-  algo::CollArgs args;
-  args.sendbuf = in.data();
-  args.recvbuf = out.data();
-  args.count = in.size();
-  DeviceEngine& eng = *world.engines[0];
-  ASSERT_TRUE(eng.enqueue(args, nullptr).isOk());  // rank 1 never joins
-  EXPECT_TRUE(eng.waitIdle(waitFor(20)).isOk());    // the kernel gave up: it did not hang
-  Status error = eng.kernelError();
-  EXPECT_EQ(error.code(), Code::kTimeout) << error.message();
-  EXPECT_NE(error.message().find("rank 0"), std::string::npos) << error.message();
-  Status next = eng.enqueue(args, nullptr);
-  EXPECT_EQ(next.code(), Code::kTimeout) << next.message();
+  for (size_t count : {size_t{4096}, size_t{100000}}) {
+    SCOPED_TRACE("count " + std::to_string(count));
+    EngineWorld world = makeWorld(2, /*timeoutSeconds=*/0.3);
+    ASSERT_NE(world.engines[0], nullptr) << world.why[0];
+    std::vector<float> in(count, 1.0f), out(count);
+    algo::CollArgs args;
+    args.sendbuf = in.data();
+    args.recvbuf = out.data();
+    args.count = in.size();
+    DeviceEngine& eng = *world.engines[0];
+    ASSERT_TRUE(eng.enqueue(args, nullptr).isOk());  // rank 1 never joins
+    EXPECT_TRUE(eng.waitIdle(waitFor(20)).isOk());    // the kernel gave up: it did not hang
+    Status error = eng.kernelError();
+    EXPECT_EQ(error.code(), Code::kTimeout) << error.message();
+    EXPECT_NE(error.message().find("rank 0"), std::string::npos) << error.message();
+    Status next = eng.enqueue(args, nullptr);
+    EXPECT_EQ(next.code(), Code::kTimeout) << next.message();
+  }
 }
 
 TEST(DeviceEngineEmulated, AbortStopsAWaitingKernel) {
-  EngineWorld world = makeWorld(2, /*timeoutSeconds=*/0);  // no timeout: only the abort can end the wait
-  ASSERT_NE(world.engines[0], nullptr) << world.why[0];
-  std::vector<float> in(4096, 1.0f), out(4096);
-  algo::CollArgs args;
-  args.sendbuf = in.data();
-  args.recvbuf = out.data();
-  args.count = in.size();
-  DeviceEngine& eng = *world.engines[0];
-  ASSERT_TRUE(eng.enqueue(args, nullptr).isOk());
-  EXPECT_FALSE(eng.waitIdle(waitFor(0.2)).isOk());  // still waiting for rank 1
-  eng.abort();
-  EXPECT_TRUE(eng.waitIdle(waitFor(20)).isOk());
-  EXPECT_EQ(eng.kernelError().code(), Code::kRemoteError) << eng.kernelError().message();
+  for (size_t count : {size_t{4096}, size_t{100000}}) {
+    SCOPED_TRACE("count " + std::to_string(count));
+    EngineWorld world = makeWorld(2, /*timeoutSeconds=*/0);  // no timeout: only the abort can end the wait
+    ASSERT_NE(world.engines[0], nullptr) << world.why[0];
+    std::vector<float> in(count, 1.0f), out(count);
+    algo::CollArgs args;
+    args.sendbuf = in.data();
+    args.recvbuf = out.data();
+    args.count = in.size();
+    DeviceEngine& eng = *world.engines[0];
+    ASSERT_TRUE(eng.enqueue(args, nullptr).isOk());
+    EXPECT_FALSE(eng.waitIdle(waitFor(0.2)).isOk());  // still waiting for rank 1
+    eng.abort();
+    EXPECT_TRUE(eng.waitIdle(waitFor(20)).isOk());
+    EXPECT_EQ(eng.kernelError().code(), Code::kRemoteError) << eng.kernelError().message();
+  }
 }
 
 }  // namespace

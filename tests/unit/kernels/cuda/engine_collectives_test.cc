@@ -1,8 +1,9 @@
 // The device engine's collectives under the host emulation: ranks are
-// threads, with random delays before every flag operation and fence, over
-// every collective x DataType x RedOp x size x in/out of place x ranks x
-// channels. The default run samples the matrix (every (collective, type,
-// op) at least once); the label engine_full runs all of it.
+// threads, with random delays before every flag operation, fence and LL line
+// access, over every collective x protocol (Simple, LL) x DataType x RedOp x
+// size x in/out of place x ranks x channels. The default run samples the
+// matrix (every (collective, protocol, type, op) at least once); the label
+// engine_full runs all of it.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -19,6 +20,7 @@ namespace {
 
 constexpr int kChannelsAllocated = 4;
 constexpr size_t kSlotBytes = 64;  // small, so that small counts span many slots
+constexpr size_t kLLSlotBytes = 64;  // 8 lines: 32 bytes of data per LL step
 
 struct MatrixPoint {
   int nranks;
@@ -30,14 +32,16 @@ struct MatrixPoint {
 const EngineOp kReductions[] = {EngineOp::kAllReduce, EngineOp::kReduceScatter, EngineOp::kReduce};
 const EngineOp kCopies[] = {EngineOp::kAllGather, EngineOp::kBroadcast, EngineOp::kAllToAll};
 
-std::vector<size_t> sizesFor(DataType type) {
-  const size_t slotElems = kSlotBytes / dataTypeSize(type);
+std::vector<size_t> sizesFor(DataType type, EngineProtocol protocol) {
+  const size_t slotData = protocol == EngineProtocol::kLL ? kLLSlotBytes / 2 : kSlotBytes;
+  const size_t slotElems = slotData / dataTypeSize(type);
   return {0, 1, 7, slotElems - 1, slotElems, slotElems + 1, 3 * slotElems + 5, 1237};
 }
 
 MatrixPoint point(int nranks, int channels, EngineOp op, DataType type, RedOp redOp, size_t count, bool inPlace,
-                  uint64_t seed) {
+                  uint64_t seed, EngineProtocol protocol = EngineProtocol::kSimple) {
   MatrixPoint p;
+  p.c.protocol = protocol;
   p.nranks = nranks;
   p.slots = 2 + static_cast<int>(seed % 3);
   p.threadsPerBlock = (seed % 4 == 1 && nranks <= 4) ? 2 : 1;
@@ -56,21 +60,24 @@ MatrixPoint point(int nranks, int channels, EngineOp op, DataType type, RedOp re
 std::vector<MatrixPoint> fullMatrix() {
   std::vector<MatrixPoint> points;
   uint64_t seed = 1;
-  for (int nranks : {2, 3, 4, 8})
-    for (int channels : {1, 2, 4})
-      for (DataType type : testdata::allTypes())
-        for (size_t count : sizesFor(type))
-          for (bool inPlace : {false, true}) {
-            for (EngineOp op : kReductions)
-              for (RedOp redOp : testdata::allOps())
-                points.push_back(point(nranks, channels, op, type, redOp, count, inPlace, seed++));
-            for (EngineOp op : kCopies)
-              points.push_back(point(nranks, channels, op, type, RedOp::kSum, count, inPlace, seed++));
-          }
+  for (EngineProtocol protocol : {EngineProtocol::kSimple, EngineProtocol::kLL})
+    for (int nranks : {2, 3, 4, 8})
+      for (int channels : {1, 2, 4})
+        for (DataType type : testdata::allTypes())
+          for (size_t count : sizesFor(type, protocol))
+            for (bool inPlace : {false, true}) {
+              for (EngineOp op : kReductions)
+                for (RedOp redOp : testdata::allOps())
+                  points.push_back(point(nranks, channels, op, type, redOp, count, inPlace, seed++, protocol));
+              for (EngineOp op : kCopies) {
+                if (op == EngineOp::kAllToAll && protocol == EngineProtocol::kLL) continue;  // Simple only
+                points.push_back(point(nranks, channels, op, type, RedOp::kSum, count, inPlace, seed++, protocol));
+              }
+            }
   return points;
 }
 
-// Every (collective, type, op) once at a random point, plus random points.
+// Every (collective, protocol, type, op) once at a random point, plus random points.
 std::vector<MatrixPoint> sampledMatrix() {
   std::vector<MatrixPoint> all = fullMatrix();
   std::mt19937_64 rng(20);
@@ -78,7 +85,8 @@ std::vector<MatrixPoint> sampledMatrix() {
   std::vector<MatrixPoint> picked;
   std::vector<std::string> seen;
   for (const MatrixPoint& p : all) {
-    const std::string key = std::string(engineOpName(p.c.op)) + dataTypeName(p.c.type) + redOpName(p.c.redOp);
+    const std::string key = std::string(engineOpName(p.c.op)) + engineProtocolName(p.c.protocol) +
+                            dataTypeName(p.c.type) + redOpName(p.c.redOp);
     if (std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
     seen.push_back(key);
     picked.push_back(p);
@@ -89,7 +97,7 @@ std::vector<MatrixPoint> sampledMatrix() {
 
 void runPoint(const MatrixPoint& p) {
   setDelaySeed(p.c.seed);
-  EngineRanks ranks(p.nranks, kChannelsAllocated, p.slots, kSlotBytes);
+  EngineRanks ranks(p.nranks, kChannelsAllocated, p.slots, kSlotBytes, kLLSlotBytes);
   CollectiveRun run(p.c, p.nranks);
   const std::vector<EngineStatus> status = ranks.run<DelayingMemory>(run.calls(), p.threadsPerBlock);
   for (int r = 0; r < p.nranks; ++r)
@@ -120,15 +128,19 @@ TEST(EngineCollectivesFull, WholeMatrixWithRandomDelays) {
 // the data, the block syncs and syncOr's spreading of a wait's outcome.
 TEST(EngineCollectives, BlocksOfSeveralThreads) {
   uint64_t seed = 500;
-  for (int threads : {3, 5})
-    for (EngineOp op : {EngineOp::kAllReduce, EngineOp::kReduceScatter, EngineOp::kAllGather, EngineOp::kBroadcast,
-                        EngineOp::kReduce, EngineOp::kAllToAll}) {
-      MatrixPoint p = point(3, 2, op, DataType::kFloat16, RedOp::kSum, 777, seed % 2 == 0, seed);
-      p.threadsPerBlock = threads;
-      ++seed;
-      runPoint(p);
-      if (::testing::Test::HasFatalFailure()) return;
-    }
+  for (EngineProtocol protocol : {EngineProtocol::kSimple, EngineProtocol::kLL})
+    for (int threads : {3, 5})
+      for (EngineOp op : {EngineOp::kAllReduce, EngineOp::kReduceScatter, EngineOp::kAllGather, EngineOp::kBroadcast,
+                          EngineOp::kReduce, EngineOp::kAllToAll}) {
+        if (op == EngineOp::kAllToAll && protocol == EngineProtocol::kLL) continue;
+        // LL: every thread polls its own lines; fp64 spans two lines per element.
+        const DataType type = protocol == EngineProtocol::kLL && threads == 5 ? DataType::kFloat64 : DataType::kFloat16;
+        MatrixPoint p = point(3, 2, op, type, RedOp::kSum, 777, seed % 2 == 0, seed, protocol);
+        p.threadsPerBlock = threads;
+        ++seed;
+        runPoint(p);
+        if (::testing::Test::HasFatalFailure()) return;
+      }
 }
 
 TEST(EngineCollectives, OneRankCopiesOutOfPlaceAndLeavesInPlaceAlone) {
@@ -146,8 +158,10 @@ TEST(EngineCollectives, OneRankCopiesOutOfPlaceAndLeavesInPlaceAlone) {
 
 TEST(EngineCollectives, PostMultiplyByScalar) {
   for (DataType type : testdata::allTypes())
-    for (int nranks : {1, 3}) {
-      MatrixPoint p = point(nranks, 2, EngineOp::kAllReduce, type, RedOp::kSum, 301, nranks == 1, 7);
+    for (int nranks : {1, 3, 4}) {
+      // Three ranks on Simple, four on LL.
+      MatrixPoint p = point(nranks, 2, EngineOp::kAllReduce, type, RedOp::kSum, 301, nranks == 1, 7,
+                            nranks == 4 ? EngineProtocol::kLL : EngineProtocol::kSimple);
       p.c.post = PostOp::kMultiplyByScalar;
       p.c.scalar = 3;
       runPoint(p);
@@ -205,6 +219,8 @@ TEST(EngineCollectives, BackToBackMixedCallsOnTheSameEngine) {
                               EngineOp::kBroadcast, EngineOp::kReduce, EngineOp::kAllToAll};
       MatrixPoint p = point(nranks, 1 + static_cast<int>(rng() % 2), all[rng() % 6], types[rng() % types.size()],
                             ops[rng() % ops.size()], rng() % 900, rng() % 2 == 0, rng());
+      // Both protocols on the same connections: each keeps its own counters and lines across calls.
+      if (p.c.op != EngineOp::kAllToAll && rng() % 2 == 0) p.c.protocol = EngineProtocol::kLL;
       CollectiveRun run(p.c, nranks);
       const std::vector<EngineStatus> status = ranks.run<DelayingMemory>(run.calls());
       for (int r = 0; r < nranks; ++r) {
@@ -221,23 +237,24 @@ TEST(EngineCollectives, BackToBackMixedCallsOnTheSameEngine) {
 // All-reduce of arbitrary data (NaNs, huge values, rounding ties): every rank's
 // output is the same bytes, and running again gives the same bytes.
 TEST(EngineCollectives, AllReduceIsBitIdenticalOnEveryRankAndDeterministic) {
-  for (DataType type : {DataType::kFloat16, DataType::kBfloat16, DataType::kFloat32, DataType::kFloat64})
-    for (RedOp op : {RedOp::kSum, RedOp::kProd, RedOp::kAvg}) {
-      MatrixPoint p = point(4, 3, EngineOp::kAllReduce, type, op, 2000, false, 11);
-      p.c.exactData = false;
-      std::vector<unsigned char> first;
-      for (int attempt = 0; attempt < 2; ++attempt) {
-        setDelaySeed(static_cast<uint64_t>(attempt) + 100);
-        EngineRanks ranks(p.nranks, kChannelsAllocated, 2, kSlotBytes);
-        CollectiveRun run(p.c, p.nranks);
-        const std::vector<EngineStatus> status = ranks.run<DelayingMemory>(run.calls());
-        for (EngineStatus s : status) ASSERT_EQ(s, EngineStatus::kOk);
-        for (int r = 1; r < p.nranks; ++r)
-          ASSERT_EQ(run.output(r), run.output(0)) << p.c.describe(p.nranks) << ": rank " << r << " differs from rank 0";
-        if (attempt == 0) first = run.output(0);
-        else EXPECT_EQ(run.output(0), first) << p.c.describe(p.nranks) << ": a second run gave other bytes";
+  for (EngineProtocol protocol : {EngineProtocol::kSimple, EngineProtocol::kLL})
+    for (DataType type : {DataType::kFloat16, DataType::kBfloat16, DataType::kFloat32, DataType::kFloat64})
+      for (RedOp op : {RedOp::kSum, RedOp::kProd, RedOp::kAvg}) {
+        MatrixPoint p = point(4, 3, EngineOp::kAllReduce, type, op, 2000, false, 11, protocol);
+        p.c.exactData = false;
+        std::vector<unsigned char> first;
+        for (int attempt = 0; attempt < 2; ++attempt) {
+          setDelaySeed(static_cast<uint64_t>(attempt) + 100);
+          EngineRanks ranks(p.nranks, kChannelsAllocated, 2, kSlotBytes);
+          CollectiveRun run(p.c, p.nranks);
+          const std::vector<EngineStatus> status = ranks.run<DelayingMemory>(run.calls());
+          for (EngineStatus s : status) ASSERT_EQ(s, EngineStatus::kOk);
+          for (int r = 1; r < p.nranks; ++r)
+            ASSERT_EQ(run.output(r), run.output(0)) << p.c.describe(p.nranks) << ": rank " << r << " differs from rank 0";
+          if (attempt == 0) first = run.output(0);
+          else EXPECT_EQ(run.output(0), first) << p.c.describe(p.nranks) << ": a second run gave other bytes";
+        }
       }
-    }
 }
 
 }  // namespace

@@ -129,6 +129,8 @@ TEST_F(EngineGpu, CollectivesMatchTheReference) {
               c.inPlace = inPlace;
               c.root = static_cast<int>(seed % static_cast<uint64_t>(nranks));
               c.channels = 1 + static_cast<int>(seed % 4);
+              // Every other case of a ring collective on LL (the large size too: many LL steps).
+              if (op != EngineOp::kAllToAll && seed % 2 == 1) c.protocol = EngineProtocol::kLL;
               c.seed = seed++;
               const std::string problem = runOnGpu(g, c);
               ASSERT_EQ(problem, "");
@@ -148,27 +150,38 @@ TEST_F(EngineGpu, BackToBackCallsWithOneSynchronize) {
     ASSERT_EQ(runOnGpu(g, c, 8), "");
     c.op = EngineOp::kAllGather;
     ASSERT_EQ(runOnGpu(g, c, 5), "");
+    // LL: its lines of earlier calls stay in the slots; the flags tell them apart.
+    c.protocol = EngineProtocol::kLL;
+    c.count = 3001;
+    ASSERT_EQ(runOnGpu(g, c, 7), "");
+    c.op = EngineOp::kAllReduce;
+    ASSERT_EQ(runOnGpu(g, c, 9), "");
   }
 }
 
-// Only rank 0 of two launches: its kernel times out instead of hanging.
+// Only rank 0 of two launches: its kernel times out instead of hanging
+// (Simple: the tail counter; LL: the lines its threads poll).
 TEST_F(EngineGpu, AWaitWithoutItsFlagTimesOut) {
-  GpuRanks g(2, 1, 2, 4096);
-  void* buffer = nullptr;
-  CUDA_OK(cudaMalloc(&buffer, 4096));
-  EngineCall call;
-  call.op = EngineOp::kAllReduce;
-  call.send = call.recv = buffer;
-  call.count = 1024;
-  call.timeoutNs = 50'000'000;
-  call.status = g.status[0];
-  CUDA_OK(cudaMemset(g.status[0], 0, sizeof(uint32_t)));
-  CUDA_OK(launchEngine(g.views[0], g.layout, call, g.streams[0]));
-  CUDA_OK(cudaStreamSynchronize(g.streams[0]));
-  uint32_t s = 0;
-  CUDA_OK(cudaMemcpy(&s, g.status[0], sizeof(s), cudaMemcpyDeviceToHost));
-  EXPECT_EQ(s, static_cast<uint32_t>(EngineStatus::kTimedOut));
-  cudaFree(buffer);
+  for (EngineProtocol protocol : {EngineProtocol::kSimple, EngineProtocol::kLL}) {
+    SCOPED_TRACE(engineProtocolName(protocol));
+    GpuRanks g(2, 1, 2, 4096);
+    void* buffer = nullptr;
+    CUDA_OK(cudaMalloc(&buffer, 4096));
+    EngineCall call;
+    call.op = EngineOp::kAllReduce;
+    call.send = call.recv = buffer;
+    call.count = 1024;
+    call.protocol = protocol;
+    call.timeoutNs = 50'000'000;
+    call.status = g.status[0];
+    CUDA_OK(cudaMemset(g.status[0], 0, sizeof(uint32_t)));
+    CUDA_OK(launchEngine(g.views[0], g.layout, call, g.streams[0]));
+    CUDA_OK(cudaStreamSynchronize(g.streams[0]));
+    uint32_t s = 0;
+    CUDA_OK(cudaMemcpy(&s, g.status[0], sizeof(s), cudaMemcpyDeviceToHost));
+    EXPECT_EQ(s, static_cast<uint32_t>(EngineStatus::kTimedOut));
+    cudaFree(buffer);
+  }
 }
 
 }  // namespace

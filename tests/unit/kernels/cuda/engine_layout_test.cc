@@ -19,6 +19,7 @@ TEST(EngineLayout, RejectsOutOfRangeShapes) {
   EXPECT_NE(engineLayoutError(2, 1, 1, 64), nullptr);
   EXPECT_NE(engineLayoutError(2, 1, 2, 0), nullptr);
   EXPECT_EQ(engineLayoutError(2, 1, 2, 64), nullptr);
+  EXPECT_NE(engineLayoutError(2, 1, 2, 64, 0), nullptr);
   EXPECT_EQ(engineLayout(0, 1, 2, 64).bytes, 0u);
 }
 
@@ -26,8 +27,9 @@ TEST(EngineLayout, RejectsOutOfRangeShapes) {
 // them, no two parts overlap, and everything lies inside the allocation.
 TEST(EngineLayout, ViewsOfPeersAgreeAndPartsDoNotOverlap) {
   const int n = 3, channels = 2;
-  const EngineLayout layout = engineLayout(n, channels, 3, 100);
+  const EngineLayout layout = engineLayout(n, channels, 3, 100, 70);
   EXPECT_EQ(layout.slotBytes, 112u);
+  EXPECT_EQ(layout.llSlotBytes, 96u);
   std::vector<std::vector<unsigned char>> memory(n, std::vector<unsigned char>(layout.bytes));
   std::vector<void*> bases;
   for (auto& m : memory) bases.push_back(m.data());
@@ -54,6 +56,21 @@ TEST(EngineLayout, ViewsOfPeersAgreeAndPartsDoNotOverlap) {
         EXPECT_TRUE(inside(s, send.step, 8));
         EXPECT_TRUE(inside(d, recv.step, 8));
         EXPECT_EQ(reinterpret_cast<uintptr_t>(recv.fifo) % 16, reinterpret_cast<uintptr_t>(bases[0]) % 16);
+        // LL: the lines in the receiver's allocation, the LL head in the sender's, both LL steps on their side.
+        EXPECT_EQ(send.llLines, recv.llLines);
+        EXPECT_EQ(send.llHead, recv.llHead);
+        EXPECT_TRUE(inside(d, recv.llLines, 3 * layout.llSlotBytes));
+        EXPECT_TRUE(inside(s, send.llHead, 8));
+        EXPECT_TRUE(inside(s, send.llStep, 8));
+        EXPECT_TRUE(inside(d, recv.llStep, 8));
+        EXPECT_EQ(reinterpret_cast<uintptr_t>(recv.llLines) % 8, 0u);
+        // The FIFO and the LL slots of one connection do not overlap.
+        const auto* fifoEnd = recv.fifo + fifoBytes;
+        const auto* llStart = reinterpret_cast<const unsigned char*>(recv.llLines);
+        EXPECT_TRUE(llStart >= fifoEnd || llStart + 3 * layout.llSlotBytes <= recv.fifo);
+        for (const void* p : {static_cast<const void*>(recv.llLines), static_cast<const void*>(send.llHead),
+                              static_cast<const void*>(send.llStep), static_cast<const void*>(recv.llStep)})
+          EXPECT_TRUE(starts.insert(p).second) << "two LL parts start at the same address";
         for (const void* p : {static_cast<const void*>(recv.fifo), static_cast<const void*>(recv.tail),
                               static_cast<const void*>(send.head), static_cast<const void*>(send.step),
                               static_cast<const void*>(recv.step)})
@@ -117,6 +134,13 @@ TEST(EngineCallError, RejectsBadCalls) {
   add("recv peer negative", [](EngineCall& c) { c.op = EngineOp::kSendRecv; c.nrecvs = 1; c.recvPeer[0] = -1; });
   add("null send buffer", [](EngineCall& c) { c.op = EngineOp::kSendRecv; c.nsends = 1; c.sendBytes[0] = 8; });
   add("null recv buffer", [](EngineCall& c) { c.op = EngineOp::kSendRecv; c.nrecvs = 1; c.recvBytes[0] = 8; });
+  add("LL send/recv", [](EngineCall& c) { c.op = EngineOp::kSendRecv; c.protocol = EngineProtocol::kLL; });
+  add("LL all-to-all", [](EngineCall& c) {
+    c.op = EngineOp::kAllToAll;
+    c.recv = nullptr;
+    c.protocol = EngineProtocol::kLL;
+  });
+  add("bad protocol", [](EngineCall& c) { c.protocol = static_cast<EngineProtocol>(7); });
   add("duplicate send peer", [](EngineCall& c) {
     c.op = EngineOp::kSendRecv;
     c.nsends = 2;
@@ -144,6 +168,26 @@ TEST(EngineCallError, BlocksPerCall) {
   EXPECT_EQ(engineChannels(call, 4), 1);
   call.channels = 0;
   EXPECT_EQ(engineChannels(call, 4), 4);
+}
+
+// LL for what is small in every buffer a rank touches, by the call's
+// arguments alone (so every rank picks the same), never for point-to-point.
+TEST(EngineProtocolFor, SmallRingCollectivesRunLL) {
+  const size_t limitFloats = kLLMaxBytes / 4;
+  EXPECT_EQ(engineProtocolFor(EngineOp::kAllReduce, DataType::kFloat32, 2, 4), EngineProtocol::kLL);
+  EXPECT_EQ(engineProtocolFor(EngineOp::kAllReduce, DataType::kFloat32, limitFloats, 4), EngineProtocol::kLL);
+  EXPECT_EQ(engineProtocolFor(EngineOp::kAllReduce, DataType::kFloat32, limitFloats + 1, 4), EngineProtocol::kSimple);
+  EXPECT_EQ(engineProtocolFor(EngineOp::kBroadcast, DataType::kInt8, kLLMaxBytes, 8), EngineProtocol::kLL);
+  EXPECT_EQ(engineProtocolFor(EngineOp::kReduce, DataType::kFloat64, kLLMaxBytes / 8 + 1, 2), EngineProtocol::kSimple);
+  // All-gather's output and reduce-scatter's input are nranks times count.
+  EXPECT_EQ(engineProtocolFor(EngineOp::kAllGather, DataType::kFloat32, limitFloats / 4, 4), EngineProtocol::kLL);
+  EXPECT_EQ(engineProtocolFor(EngineOp::kAllGather, DataType::kFloat32, limitFloats / 4 + 1, 4),
+            EngineProtocol::kSimple);
+  EXPECT_EQ(engineProtocolFor(EngineOp::kReduceScatter, DataType::kFloat32, limitFloats / 8 + 1, 8),
+            EngineProtocol::kSimple);
+  EXPECT_EQ(engineProtocolFor(EngineOp::kAllToAll, DataType::kFloat32, 1, 4), EngineProtocol::kSimple);
+  EXPECT_EQ(engineProtocolFor(EngineOp::kSendRecv, DataType::kUint8, 1, 4), EngineProtocol::kSimple);
+  EXPECT_EQ(engineProtocolFor(EngineOp::kAllReduce, DataType::kFloat32, SIZE_MAX, 4), EngineProtocol::kSimple);
 }
 
 }  // namespace

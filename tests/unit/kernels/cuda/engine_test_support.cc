@@ -67,6 +67,18 @@ void DelayingMemory::delay() {
   else if (x < 48) std::this_thread::yield();
 }
 
+void storeLineInHalves(uint64_t* line, uint64_t value) {
+  thread_local std::minstd_rand rng(static_cast<uint32_t>(gDelaySeed.load() * 104729 + gThreadCounter.fetch_add(1)));
+  // The halves as 4-byte atomic stores (the host's little-endian order: data low, flag high).
+  auto* half = reinterpret_cast<uint32_t*>(line);
+  const uint32_t data = static_cast<uint32_t>(value), flag = static_cast<uint32_t>(value >> 32);
+  const bool flagFirst = rng() % 2 == 0;
+  std::atomic_ref<uint32_t>(half[flagFirst ? 1 : 0]).store(flagFirst ? flag : data, std::memory_order_relaxed);
+  if (rng() % 4 == 0) std::this_thread::sleep_for(std::chrono::microseconds(20 + rng() % 80));
+  else std::this_thread::yield();
+  std::atomic_ref<uint32_t>(half[flagFirst ? 0 : 1]).store(flagFirst ? data : flag, std::memory_order_relaxed);
+}
+
 void bufferStore(void* dst, const void* src, size_t bytes) {
   const auto* p = static_cast<const unsigned char*>(src);
   tPending.bytes.insert(tPending.bytes.end(), p, p + bytes);
@@ -83,8 +95,8 @@ void flushStores() {
   tPending.stores.clear();
 }
 
-EngineRanks::EngineRanks(int nranks, int nchannels, int slots, size_t slotBytes)
-    : layout_(engineLayout(nranks, nchannels, slots, slotBytes)) {
+EngineRanks::EngineRanks(int nranks, int nchannels, int slots, size_t slotBytes, size_t llSlotBytes)
+    : layout_(engineLayout(nranks, nchannels, slots, slotBytes, llSlotBytes)) {
   std::vector<void*> bases;
   for (int r = 0; r < nranks; ++r) {
     void* p = std::aligned_alloc(256, (layout_.bytes + 255) / 256 * 256);
@@ -104,7 +116,7 @@ void runRankThreads(int nranks, const std::function<void(int)>& body) {
 std::string CollectiveCase::describe(int nranks) const {
   std::ostringstream os;
   os << engineOpName(op) << " " << dataTypeName(type) << " " << redOpName(redOp) << " nranks=" << nranks
-     << " channels=" << channels << " count=" << count << (inPlace ? " in-place" : " out-of-place")
+     << " channels=" << channels << " protocol=" << engineProtocolName(protocol) << " count=" << count << (inPlace ? " in-place" : " out-of-place")
      << " root=" << root << " misalign=" << misalign << " post=" << static_cast<int>(post) << " seed=" << seed;
   return os.str();
 }
@@ -167,6 +179,7 @@ CollectiveRun::CollectiveRun(const CollectiveCase& c, int nranks) : c_(c), n_(nr
     call.count = c.count;
     call.root = c.root;
     call.channels = c.channels;
+    call.protocol = c.protocol;
     call.timeoutNs = 60'000'000'000ull;  // a protocol bug fails the test instead of hanging it
     // NCCL's meaning: broadcast reads send only at the root, reduce writes recv only there.
     if (!inPlace && c.op == EngineOp::kBroadcast && r != c.root) call.send = nullptr;

@@ -38,8 +38,24 @@ struct DelayingMemory : SystemMemory {
     delay();
     SystemMemory::fenceRelease();
   }
+  static uint64_t loadLine(const uint64_t* line) {
+    delay();
+    return SystemMemory::loadLine(line);
+  }
+  static void storeLine(uint64_t* line, uint64_t value) {
+    delay();
+    SystemMemory::storeLine(line, value);
+  }
 };
 void setDelaySeed(uint64_t seed);
+
+// Mutant (c), for LL: a line's data and flag go out as two separate 4-byte
+// stores, in either order (a weak memory may reorder them), with a delay
+// between, so a receiver can see a new flag beside old data.
+void storeLineInHalves(uint64_t* line, uint64_t value);
+struct SplitLineMemory : DelayingMemory {
+  static void storeLine(uint64_t* line, uint64_t value) { storeLineInHalves(line, value); }
+};
 
 // Mutant (a): the receiver reads its FIFO slot without waiting for the flag.
 struct NoReceiverWaitMemory : DelayingMemory {
@@ -73,7 +89,7 @@ struct BufferedStoreMemory : SystemMemory {
 // Every rank's engine memory (zero-filled, 256-byte aligned) and view.
 class EngineRanks {
  public:
-  EngineRanks(int nranks, int nchannels, int slots, size_t slotBytes);
+  EngineRanks(int nranks, int nchannels, int slots, size_t slotBytes, size_t llSlotBytes = 64);
   int nranks() const { return layout_.nranks; }
   const EngineLayout& layout() const { return layout_; }
   const EngineView& view(int rank) const { return views_[static_cast<size_t>(rank)]; }
@@ -112,6 +128,7 @@ struct CollectiveCase {
   int root = 0;
   bool inPlace = false;
   int channels = 0;
+  EngineProtocol protocol = EngineProtocol::kSimple;
   size_t misalign = 0;  // elements the user buffers start past a 16-byte boundary
   // Input values: small integers (exact in every type, so every reduction
   // order gives the same result) or random bit patterns (NaNs, huge values).
