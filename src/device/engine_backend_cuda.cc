@@ -128,11 +128,9 @@ class CudaEngineBackend final : public EngineBackend {
                 void* stream) override {
     DeviceGuard guard(device_);
     LOOM_TRY(guard.status());
-    cudaStream_t s = static_cast<cudaStream_t>(stream);
-    if (!s) {
-      if (!ownStream_) LOOM_CUDA_TRY(cudaStreamCreateWithFlags(&ownStream_, cudaStreamNonBlocking));
-      s = ownStream_;
-    }
+    auto chosen = streamOf(stream);
+    LOOM_TRY(chosen.status());
+    cudaStream_t s = chosen.value();
     // Launches of this engine share its connections' counters: one on a new
     // stream waits for everything enqueued so far on the previous one.
     if (launched_ && s != lastStream_) {
@@ -149,11 +147,9 @@ class CudaEngineBackend final : public EngineBackend {
   Status copy(void* dst, const void* src, size_t bytes, void* stream) override {
     DeviceGuard guard(device_);
     LOOM_TRY(guard.status());
-    cudaStream_t s = static_cast<cudaStream_t>(stream);
-    if (!s) {
-      if (!ownStream_) LOOM_CUDA_TRY(cudaStreamCreateWithFlags(&ownStream_, cudaStreamNonBlocking));
-      s = ownStream_;
-    }
+    auto chosen = streamOf(stream);
+    LOOM_TRY(chosen.status());
+    cudaStream_t s = chosen.value();
     // cudaMemcpyAsync costs 13-27 us a call below 2 MiB on an H100, a copy
     // kernel a launch (a few us); above that the copy engine's bandwidth wins.
     if (bytes < kKernelCopyBelow) {
@@ -193,6 +189,13 @@ class CudaEngineBackend final : public EngineBackend {
   }
 
  private:
+  // The caller's stream, or (null) the backend's own, created on first use.
+  Result<cudaStream_t> streamOf(void* stream) {
+    if (stream) return static_cast<cudaStream_t>(stream);
+    if (!ownStream_) LOOM_CUDA_TRY(cudaStreamCreateWithFlags(&ownStream_, cudaStreamNonBlocking));
+    return ownStream_;
+  }
+
   Result<int> peerDevice(const EngineExport& peer) {
     char busId[sizeof peer.busId + 1] = {};
     std::memcpy(busId, peer.busId, sizeof peer.busId);

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "loom/loom.h"
+#include "tests/unit/device/gpu_test_skip.h"
 #include "tests/unit/device/test_kernels.h"
 
 namespace {
@@ -23,14 +24,6 @@ using loom::testing::launchFill;
 using loom::testing::launchScale;
 using loom::testing::launchSpin;
 
-#define SKIP_WITHOUT_DEVICE()                                                                              \
-  do {                                                                                                     \
-    int count_ = 0;                                                                                        \
-    const cudaError_t err_ = cudaGetDeviceCount(&count_);                                                  \
-    if (err_ != cudaSuccess || count_ == 0)                                                                \
-      GTEST_SKIP() << "no CUDA device found (cudaGetDeviceCount: "                                         \
-                   << (err_ == cudaSuccess ? "0 devices" : cudaGetErrorString(err_)) << ")";               \
-  } while (0)
 
 #define CUDA_OK(call) ASSERT_EQ((call), cudaSuccess) << #call << ": " << cudaGetErrorString(cudaGetLastError())
 #define LOOM_OK(call, comm) ASSERT_EQ((call), loomSuccess) << #call << ": " << loomGetLastError(comm)

@@ -12,18 +12,11 @@
 #include <vector>
 
 #include "loom/loom.h"
+#include "tests/unit/device/gpu_test_skip.h"
 #include "tests/unit/device/test_kernels.h"
 
 namespace {
 
-#define SKIP_WITHOUT_DEVICE()                                                                \
-  do {                                                                                       \
-    int count_ = 0;                                                                          \
-    const cudaError_t err_ = cudaGetDeviceCount(&count_);                                    \
-    if (err_ != cudaSuccess || count_ == 0)                                                  \
-      GTEST_SKIP() << "no CUDA device found (cudaGetDeviceCount: "                           \
-                   << (err_ == cudaSuccess ? "0 devices" : cudaGetErrorString(err_)) << ")"; \
-  } while (0)
 
 struct Rank {
   int rank = 0;
