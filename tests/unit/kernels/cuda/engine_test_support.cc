@@ -309,7 +309,9 @@ std::string SendRecvRun::check() const {
       const int from = ((r - shifts_[k]) % n_ + n_) % n_;
       const auto& got = recvData_[static_cast<size_t>(r)][k];
       const auto& sent = sendData_[static_cast<size_t>(from)][k];
-      if (std::memcmp(got.data() + skew, sent.data() + skew, bytes_[k]) != 0) {
+      // An empty transfer's vectors may have no storage at all (memcmp's
+      // pointers must not be null, even for 0 bytes).
+      if (bytes_[k] != 0 && std::memcmp(got.data() + skew, sent.data() + skew, bytes_[k]) != 0) {
         std::ostringstream os;
         os << "send/recv nranks=" << n_ << ": rank " << r << " transfer " << k << " (" << bytes_[k]
            << " bytes from rank " << from << ") differs";
