@@ -1,5 +1,6 @@
 // Binary trees over the ranks of a communicator, and NCCL's double binary
-// tree: pure functions of (nranks, rank), no communication.
+// tree: pure functions of (nranks, rank), no communication. The arithmetic
+// is common/tree_schedule.h, which the device engine's kernels share.
 //
 // The basic tree numbers its nodes by position p = 1..n and links them in
 // order (a position's in-order index is the position itself):

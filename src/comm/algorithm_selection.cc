@@ -1,6 +1,7 @@
 #include "src/comm/algorithm_selection.h"
 
 #include <cstring>
+#include <utility>
 
 #include "common/format.h"
 
@@ -103,6 +104,27 @@ Result<tuner::TunerOptions> agreeOnTunerOptions(const tuner::TunerOptions& local
               "LOOM_ALGO, LOOM_PROTO, LOOM_DETERMINISTIC, LOOM_TUNER_ONLINE or the tuning table differ from rank 0's; "
               "using rank 0's so that every rank picks the same algorithms");
   return parseTunerOptions(rank0);
+}
+
+cuda::EngineChoiceRules engineChoiceRules(const tuner::Tuner& tuner) {
+  namespace engine = kernels::cuda::engine;
+  // The names LOOM_ALGO and LOOM_PROTO use for the engine's choices (the
+  // host ring, tree and protocols go by the same names).
+  const std::pair<engine::EngineAlgorithm, const char*> algorithms[] = {{engine::EngineAlgorithm::kRing, "ring"},
+                                                                        {engine::EngineAlgorithm::kTree, "tree"}};
+  const std::pair<engine::EngineProtocol, const char*> protocols[] = {{engine::EngineProtocol::kSimple, "simple"},
+                                                                      {engine::EngineProtocol::kLL, "ll"}};
+  cuda::EngineChoiceRules rules;
+  for (int c = 0; c < algo::kNumCollTypes; ++c) {
+    const auto coll = static_cast<algo::CollType>(c);
+    rules.algorithms[c] = 0;
+    rules.protocols[c] = 0;
+    for (const auto& [a, name] : algorithms)
+      if (tuner.algorithmFilter().allows(coll, name)) rules.algorithms[c] |= static_cast<uint8_t>(1u << static_cast<int>(a));
+    for (const auto& [p, name] : protocols)
+      if (tuner.protocolFilter().allows(coll, name)) rules.protocols[c] |= static_cast<uint8_t>(1u << static_cast<int>(p));
+  }
+  return rules;
 }
 
 }  // namespace loom

@@ -15,6 +15,7 @@
 #include "bootstrap/bootstrap.h"
 #include "common/config.h"
 #include "common/log.h"
+#include "src/device/device_engine.h"
 #include "src/tuner/tuner.h"
 
 namespace loom {
@@ -26,6 +27,10 @@ tuner::TunerOptions localTunerOptions(const Config& config, std::vector<std::str
 // The options of rank 0, collectively over the bootstrap.
 Result<tuner::TunerOptions> agreeOnTunerOptions(const tuner::TunerOptions& local, bootstrap::Bootstrap& boot,
                                                 const WaitContext& wait, const Logger& log);
+
+// The device engine's share of LOOM_ALGO and LOOM_PROTO: its ring and tree
+// and its Simple and LL protocols, per collective, as the agreed filters allow.
+cuda::EngineChoiceRules engineChoiceRules(const tuner::Tuner& tuner);
 
 // The serialized form exchanged (exposed for tests): parse(serialize(x)) == x.
 std::string serializeTunerOptions(const tuner::TunerOptions& options);

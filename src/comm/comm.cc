@@ -49,6 +49,14 @@ Communicator::Communicator(Config config, int rank, int nranks, std::vector<std:
 
 Communicator::~Communicator() {
   if (executor_) executor_->shutdown();
+  if (devices_ && bootstrap_) {
+    // The device engine's memory is written by peers' kernels until their
+    // last step: free it only once every rank got here (an aborted
+    // communicator skips the barrier and leaves the memory allocated).
+    WaitContext wait = makeWait();
+    wait.deadline = Deadline::after(config_.timeoutSeconds > 0 ? std::min(config_.timeoutSeconds, 30.0) : 30.0);
+    devices_->retireEngines(wait, [&] { return !abort_.load() && bootstrap_->barrier(wait).isOk(); });
+  }
 }
 
 Result<std::unique_ptr<Communicator>> Communicator::create(const bootstrap::UniqueId& id, int nranks,
@@ -69,7 +77,8 @@ Result<std::unique_ptr<Communicator>> Communicator::create(const bootstrap::Uniq
   LOOM_TRY(comm->diag_->agreeOnCheck(*comm->bootstrap_, comm->makeWait()));
   comm->devices_ = cuda::CommDevices::create(
       {rank, nranks, comm->singleHost_, comm->bootstrap_.get(), &comm->config_, comm->makeWait(),
-       transport::defaultVerbsRdmaNetwork()},
+       transport::defaultVerbsRdmaNetwork(), engineChoiceRules(*comm->tuner_), comm->hostLayout_->localRanks(), comm->hostLayout_->rail,
+       comm->hostLayout_->nHosts()},
       comm->log_);
   comm->executor_ = std::make_unique<Executor>();
   comm->runner_.setOneStepRecords(!comm->devices_ && comm->diag_->recordsInOneStep() &&
@@ -321,7 +330,11 @@ tuner::Choice Communicator::chooseAlgorithm(const algo::CollArgs& args, const Wa
 
 std::string Communicator::lastAlgorithm() const {
   const int last = lastAlgorithm_.load(std::memory_order_relaxed);
-  if (last == kEngineRecord) return "engine/Simple";
+  if (last == kEngineAcrossHostsRecord) return "engine+staged/hier";
+  if (last == kEngineRecord) {
+    const std::string choice = devices_ && devices_->engine() ? devices_->engine()->lastChoice() : "";
+    return "engine/" + choice;
+  }
   if (last < 0) return "";
   const auto& algorithm = algo::allAlgorithms()[static_cast<size_t>(last / transport::kNumProtocols)];
   return strprintf("%s/%s", algorithm.name,

@@ -111,8 +111,10 @@ class Communicator {
   // on the stream (true; *status the launch's); false: the executor's.
   bool enqueueOnEngine(const algo::CollArgs& args, Stream* stream, Status* status);
   bool enqueueP2POnEngine(const std::vector<algo::P2POp>& ops, Stream* stream, Status* status);
-  // lastAlgorithm_ after a call the device engine ran ("engine/Simple").
+  // lastAlgorithm_ after a call the device engine ran ("engine/" + its choice: "engine/ring/LL").
   static constexpr int kEngineRecord = -2;
+  // ... and after an all-reduce run by each host's engine and staged between hosts.
+  static constexpr int kEngineAcrossHostsRecord = -3;
   static CompletionPtr completedWith(Status status);
 
  public:

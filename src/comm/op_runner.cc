@@ -2,8 +2,11 @@
 
 #include <utility>
 
+#include "algorithms/ring.h"
+#include "algorithms/subgroup.h"
 #include "common/clock.h"
 #include "common/format.h"
+#include "kernels/reduce.h"
 #include "src/comm/comm.h"
 #include "src/comm/stream.h"
 #include "src/device/comm_devices.h"
@@ -222,13 +225,30 @@ Status OpRunner::runOnDevices(Run& r, const algo::CollArgs& args, int64_t now) {
   // host algorithm run on the staging buffers, or run directly between the
   // devices. Host buffers fall through.
   bool handled = false;
+  // The inter-host step of the device engine's all-reduce across hosts: a
+  // ring among the rail's ranks over the communicator's links; an average
+  // sums there and divides by the whole communicator's size.
+  auto runOnRail = [&](const algo::CollArgs& host, const std::vector<int>& members) -> Status {
+    algo::AlgoContext ctx;
+    if (!c.contextFor(transport::Protocol::kSimple, wait, &ctx))
+      return makeError(Code::kInternalError, "rank %d: no links for the inter-host step", c.rank_);
+    algo::Subgroup rail(ctx, members, /*singleHost=*/false);
+    algo::CollArgs sum = host;
+    if (host.op == RedOp::kAvg) sum.op = RedOp::kSum;
+    LOOM_TRY(algo::ringAllReduce(sum, rail.context()).withContext(strprintf("rail %s: ", rail.describe().c_str())));
+    if (host.op == RedOp::kAvg)
+      kernels::finalize(host.dtype, RedOp::kAvg, c.nranks_, host.recvbuf, host.recvbuf, host.count);
+    return Status::ok();
+  };
   Status device = c.devices_->runCollective(
-      args, wait, [&](const algo::CollArgs& host) { return runCollective(r, host, now); }, &handled);
+      args, wait, [&](const algo::CollArgs& host) { return runCollective(r, host, now); }, &handled, runOnRail);
   if (!device.isOk() && !c.failed_.load())
     c.recordError(device.withContext(strprintf("%s (count %zu, %s) on rank %d: ", algo::collTypeName(args.type),
                                                args.count, dataTypeName(args.dtype), c.rank_)));
   if (handled && c.devices_->lastPath() == cuda::DataPath::kEngine)
     c.lastAlgorithm_.store(Communicator::kEngineRecord, std::memory_order_relaxed);
+  if (handled && c.devices_->lastPath() == cuda::DataPath::kEngineAcrossHosts)
+    c.lastAlgorithm_.store(Communicator::kEngineAcrossHostsRecord, std::memory_order_relaxed);
   if (handled || !device.isOk()) return device;
   return runCollective(r, args, now);
 }

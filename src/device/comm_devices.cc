@@ -1,5 +1,6 @@
 #include "src/device/comm_devices.h"
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "common/format.h"
@@ -24,6 +25,16 @@ bool parseSize(const char* text, size_t* out) {
 
 std::string bufferWhat(const char* name, const void* ptr, int rank) {
   return strprintf("%s %p on rank %d", name, ptr, rank);
+}
+
+// Whether every rank says yes: one bootstrap all-gather of a byte each.
+Result<bool> everyRankSays(bootstrap::Bootstrap& boot, int rank, int nranks, bool mine, const WaitContext& wait) {
+  std::vector<uint8_t> said(static_cast<size_t>(nranks), 0);
+  said[static_cast<size_t>(rank)] = mine ? 1 : 0;
+  LOOM_TRY(boot.allGather(said.data(), 1, wait));
+  for (uint8_t yes : said)
+    if (!yes) return false;
+  return true;
 }
 
 }  // namespace
@@ -70,6 +81,17 @@ std::unique_ptr<CommDevices> CommDevices::create(const CommDeviceSetup& setup, c
       LOOM_WARN(log, kSubsysInit, "GDR: %s; device buffers are staged", agreed.status().message().c_str());
     gdr = agreed.isOk() && agreed.value();
   }
+  // Across hosts, engines are set up per host, and all-reduce then takes a
+  // path that every rank must take alike: every rank joins these exchanges,
+  // with or without a device, so that either every host has an engine or
+  // none uses one.
+  const bool acrossHosts =
+      settings.engine && !setup.singleHost && !setup.hostRanks.empty() && setup.bootstrap && setup.nranks > 1;
+  bool everyRankHasDevices = false;
+  if (acrossHosts) {
+    auto all = everyRankSays(*setup.bootstrap, setup.rank, setup.nranks, devicesUsable(), setup.wait);
+    everyRankHasDevices = all.isOk() && all.value();
+  }
   if (!devicesUsable()) return nullptr;
   for (const auto& w : warnings) LOOM_WARN(log, kSubsysEnv, "%s", w.c_str());
   auto devices = std::make_unique<CommDevices>(setup, settings, classifyPointer, nullptr);
@@ -78,26 +100,44 @@ std::unique_ptr<CommDevices> CommDevices::create(const CommDeviceSetup& setup, c
   std::string engineWhy;
   if (!settings.engine) {
     engineWhy = "LOOM_CUDA_ENGINE=0";
-  } else if (!setup.singleHost) {
-    engineWhy = "ranks on several hosts";
+  } else if (!setup.singleHost && !acrossHosts) {
+    engineWhy = "ranks on several hosts, and no host layout";
+  } else if (!setup.singleHost && !everyRankHasDevices) {
+    engineWhy = "a rank on another host has no usable CUDA device";
   } else if (setup.bootstrap) {
-    // A rank without a backend still joins the setup's exchanges (and says no).
+    // A rank without a backend still joins the setup's exchanges (and says
+    // no). Across hosts each host gets an engine of its own ranks.
     auto backend = makeCudaEngineBackend();
     if (!backend.isOk()) engineWhy = backend.status().message();
     EngineSetup engineSetup;
     engineSetup.rank = setup.rank;
     engineSetup.nranks = setup.nranks;
+    if (!setup.singleHost) engineSetup.members = setup.hostRanks;
     engineSetup.bootstrap = setup.bootstrap;
     engineSetup.wait = setup.wait;
     engineSetup.settings.timeoutSeconds = config.timeoutSeconds;
+    engineSetup.settings.rules = setup.engineRules;
     auto made = DeviceEngine::create(engineSetup, backend.isOk() ? std::move(backend).value() : nullptr,
                                      engineWhy.empty() ? &engineWhy : nullptr);
-    if (made.isOk()) devices->engine_ = std::move(made).value();
+    if (made.isOk()) devices->useEngine(std::move(made).value());
     else engineWhy = made.status().message();
+    if (acrossHosts) {
+      // Each host decided for itself; keep the host engines only if every host has one.
+      auto all = everyRankSays(*setup.bootstrap, setup.rank, setup.nranks, devices->hostEngine_ != nullptr,
+                               setup.wait);
+      if (!all.isOk() || !all.value()) {
+        devices->hostEngine_.reset();
+        if (engineWhy.empty()) engineWhy = "a host has no device engine, so all-reduce stages on every host";
+      }
+    }
   }
   if (devices->engine_)
     LOOM_INFO(log, kSubsysInit, "CUDA: device engine on device %d (%d channels): collectives on device buffers run "
               "as kernels between the GPUs", devices->engine_->device(), devices->engine_->channels());
+  else if (devices->hostEngine_)
+    LOOM_INFO(log, kSubsysInit, "CUDA: device engine of this host's %d ranks on device %d: all-reduce on device "
+              "buffers runs in it within the host and is staged only between hosts",
+              static_cast<int>(devices->hostEngine_->members().size()), devices->hostEngine_->device());
   else
     LOOM_INFO(log, kSubsysInit, "CUDA: no device engine (%s)", engineWhy.c_str());
   if (settings.directP2P && directPathBuilt() && setup.singleHost)
@@ -149,7 +189,7 @@ Result<PinnedPool::Lease*> CommDevices::staging(size_t bytes) {
 }
 
 Status CommDevices::runCollective(const algo::CollArgs& args, const WaitContext& wait, const HostCollective& runHost,
-                                  bool* handled) {
+                                  bool* handled, const HostSubgroupAllReduce& runOnRail) {
   *handled = false;
   // runHost may come back here with the staged (host) buffers: run them as host memory.
   if (running_) return Status::ok();
@@ -171,6 +211,11 @@ Status CommDevices::runCollective(const algo::CollArgs& args, const WaitContext&
     LOOM_TRY(engine_->enqueue(args, nullptr));
     LOOM_TRY(engine_->waitIdle(wait));
     return engine_->kernelError();
+  }
+  if (runOnRail && acrossHostsEligible(args, send.value(), recv.value())) {
+    *handled = true;
+    lastPath_ = DataPath::kEngineAcrossHosts;
+    return allReduceAcrossHosts(args, wait, runOnRail);
   }
 
   DirectFacts facts;
@@ -303,6 +348,87 @@ bool CommDevices::enqueueP2POnEngine(const std::vector<algo::P2POp>& ops, void* 
   lastPath_ = DataPath::kEngine;
   *status = engine_->enqueueP2P(ops, cudaStream);
   return true;
+}
+
+void CommDevices::retireEngines(const WaitContext& wait, const std::function<bool()>& everyRankDone) {
+  DeviceEngine* eng = engine_ ? engine_.get() : hostEngine_.get();
+  if (!eng) return;
+  const bool idle = eng->waitIdle(wait).isOk();
+  if (!idle || !everyRankDone()) eng->keepMemoryAtDestruction();
+}
+
+bool CommDevices::acrossHostsEligible(const algo::CollArgs& args, const PointerInfo& send,
+                                      const PointerInfo& recv) const {
+  // hostEngine_ is on every rank or on none (create() agreed on it), and
+  // the rest is the same on every rank that passes device buffers, as the
+  // ranks must: the path is taken alike everywhere. Rails need hosts of
+  // equal size. With LOOM_NET_GDR=1 agreed, the NIC moves device data
+  // between hosts instead (gdr_path.h).
+  return hostEngine_ && !gdr_ && !setup_.rail.empty() && setup_.nHosts > 1 && args.type == algo::CollType::kAllReduce &&
+         hostEngine_->accepts(args, send, recv);
+}
+
+Status CommDevices::allReduceAcrossHosts(const algo::CollArgs& args, const WaitContext& wait,
+                                         const HostSubgroupAllReduce& runOnRail) {
+  // With L ranks per host, local rank j owns shard j (count / L elements);
+  // the count % L elements past the shards (the tail) go with every shard.
+  //   1. engine, within the host: reduce-scatter shard j into the output,
+  //      and all-reduce the tail;
+  //   2. staged, across hosts: shard j and the tail all-reduced over j's
+  //      rail (local rank j of every host), through pinned memory (an
+  //      average divides there, once, by the communicator's size);
+  //   3. engine, within the host: all-gather of the shards, in place.
+  // Only 1/L of the data crosses the host's memory per rank.
+  DeviceEngine& eng = *hostEngine_;
+  const std::vector<int>& local = setup_.hostRanks;
+  const size_t L = local.size();
+  const size_t j = static_cast<size_t>(std::find(local.begin(), local.end(), setup_.rank) - local.begin());
+  const size_t es = dataTypeSize(args.dtype), shard = args.count / L, tail = args.count % L;
+  if (args.count == 0) return Status::ok();
+  const RedOp sumOp = args.op == RedOp::kAvg ? RedOp::kSum : args.op;
+  const auto* send = static_cast<const unsigned char*>(args.sendbuf);
+  auto* recv = static_cast<unsigned char*>(args.recvbuf);
+  unsigned char* const myShard = recv + j * shard * es;
+  unsigned char* const myTail = recv + L * shard * es;
+  const std::string where = strprintf("all-reduce across hosts on rank %d: ", setup_.rank);
+  auto engineCall = [&](algo::CollType type, const void* from, void* to, size_t count) {
+    algo::CollArgs a = args;
+    a.type = type;
+    a.sendbuf = from;
+    a.recvbuf = to;
+    a.count = count;
+    a.op = sumOp;
+    return eng.enqueue(a, nullptr);
+  };
+  if (shard) LOOM_TRY(engineCall(algo::CollType::kReduceScatter, send, myShard, shard).withContext(where));
+  if (tail) LOOM_TRY(engineCall(algo::CollType::kAllReduce, send + L * shard * es, myTail, tail).withContext(where));
+  LOOM_TRY(eng.waitIdle(wait).withContext(where));
+  LOOM_TRY(eng.kernelError());
+
+  const size_t pieces = shard + tail;
+  auto copies = copies_(eng.device());
+  LOOM_TRY(copies.status().withContext(where));
+  auto lease = staging(pieces * es);
+  LOOM_TRY(lease.status());
+  auto* host = static_cast<unsigned char*>(lease.value()->data());
+  CopyEngine& copy = *copies.value();
+  if (shard) LOOM_TRY(copy.copy2D(host, shard * es, myShard, shard * es, shard * es, 1).withContext(where));
+  if (tail) LOOM_TRY(copy.copy2D(host + shard * es, tail * es, myTail, tail * es, tail * es, 1).withContext(where));
+  LOOM_TRY(copy.finish(wait).withContext(where));
+  algo::CollArgs railArgs = args;
+  railArgs.sendbuf = host;
+  railArgs.recvbuf = host;
+  railArgs.count = pieces;
+  LOOM_TRY(runOnRail(railArgs, setup_.rail).withContext(where));
+  if (shard) LOOM_TRY(copy.copy2D(myShard, shard * es, host, shard * es, shard * es, 1).withContext(where));
+  if (tail) LOOM_TRY(copy.copy2D(myTail, tail * es, host + shard * es, tail * es, tail * es, 1).withContext(where));
+  LOOM_TRY(copy.finish(wait).withContext(where));
+
+  if (shard) {
+    LOOM_TRY(engineCall(algo::CollType::kAllGather, myShard, recv, shard).withContext(where));
+    LOOM_TRY(eng.waitIdle(wait).withContext(where));
+  }
+  return eng.kernelError();
 }
 
 }  // namespace loom::cuda

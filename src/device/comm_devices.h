@@ -41,7 +41,23 @@ struct CommDeviceSetup {
   // create() only: the network GDR registers device memory with and writes
   // over (the verbs transport's, transports/verbs/verbs_rdma_memory.h); null: no GDR.
   std::shared_ptr<transport::RdmaNetwork> rdma = nullptr;
+  EngineChoiceRules engineRules = {};  // create() only: LOOM_ALGO / LOOM_PROTO for the device engine
+  // Which ranks share a host (from the communicator's host layout): this
+  // rank's host's ranks, ascending; its rail, the rank with its local index
+  // on every host in host order (empty unless every host has as many
+  // ranks); and the number of hosts. Across hosts they give each host an
+  // engine of its own and each rank the rail of its inter-host step.
+  std::vector<int> hostRanks = {};
+  std::vector<int> rail = {};
+  int nHosts = 1;
 };
+
+// Runs a host all-reduce on host buffers among `members` (global ranks, in
+// order), over the communicator's links: the inter-host step of a device
+// all-reduce whose intra-host steps run in the engine. Its members carry
+// whole hosts' partial results, so kAvg sums and divides by the
+// communicator's size, not by the members'.
+using HostSubgroupAllReduce = std::function<Status(const algo::CollArgs& hostArgs, const std::vector<int>& members)>;
 
 // The device knobs of the communicator's Config, parsed.
 struct DeviceSettings {
@@ -63,8 +79,9 @@ class CommDevices {
 
   // Runs a collective whose buffers include device memory; *handled false
   // (nothing done) when all are host memory, and the caller runs it as usual.
+  // `runOnRail` (optional) serves the path that stages only between hosts.
   Status runCollective(const algo::CollArgs& args, const WaitContext& wait, const HostCollective& runHost,
-                       bool* handled);
+                       bool* handled, const HostSubgroupAllReduce& runOnRail = {});
   // The same for a fused send/recv operation.
   Status runP2P(const std::vector<algo::P2POp>& ops, const WaitContext& wait, const HostP2P& runHost,
                 bool* handled);
@@ -79,10 +96,18 @@ class CommDevices {
   DataPath lastPath() const { return lastPath_.load(std::memory_order_relaxed); }
 
   // ---- The device engine (device_engine.h): calls on the caller's CUDA stream ----
-  // Null when the ranks could not all use it (or LOOM_CUDA_ENGINE=0).
+  // Null when the ranks could not all use it (or LOOM_CUDA_ENGINE=0), and
+  // in a communicator that spans hosts (see hostEngine()).
   DeviceEngine* engine() const { return engine_.get(); }
-  // Tests: an engine over any backend.
-  void useEngine(std::unique_ptr<DeviceEngine> engine) { engine_ = std::move(engine); }
+  // Across hosts: this host's engine (its ranks' devices reach each other).
+  // All-reduce on device buffers then runs in it within each host and is
+  // staged only between hosts; other collectives stage.
+  DeviceEngine* hostEngine() const { return hostEngine_.get(); }
+  // Tests: an engine over any backend (the host's when it spans fewer ranks
+  // than the communicator).
+  void useEngine(std::unique_ptr<DeviceEngine> engine) {
+    (engine && !engine->spansCommunicator() ? hostEngine_ : engine_) = std::move(engine);
+  }
   // Enqueues `args` on the CUDA stream `cudaStream` if the engine runs it
   // (true, *status its launch); false: not the engine's, nothing was done.
   bool enqueueOnEngine(const algo::CollArgs& args, void* cudaStream, Status* status);
@@ -91,9 +116,17 @@ class CommDevices {
   bool engineTakes(const algo::CollArgs& args);
   bool engineTakesP2P(const std::vector<algo::P2POp>& ops);
   // A failure the engine's kernels reported; ok if none or no engine.
-  Status engineError() const { return engine_ ? engine_->kernelError() : Status::ok(); }
+  Status engineError() const {
+    if (engine_) return engine_->kernelError();
+    return hostEngine_ ? hostEngine_->kernelError() : Status::ok();
+  }
+  // Before destruction: waits for this rank's engine kernels, then asks
+  // `everyRankDone` (a barrier of the communicator) whether every peer's are
+  // done too; if not, the engine keeps its memory (DeviceEngine::keepMemoryAtDestruction).
+  void retireEngines(const WaitContext& wait, const std::function<bool()>& everyRankDone);
   void abortEngine() {
     if (engine_) engine_->abort();
+    if (hostEngine_) hostEngine_->abort();
   }
 
  private:
@@ -101,6 +134,11 @@ class CommDevices {
   Result<PinnedPool::Lease*> staging(size_t bytes);
   // The classification of each op's buffer, in the order of `ops`.
   Result<std::vector<PointerInfo>> classifyP2P(const std::vector<algo::P2POp>& ops);
+  // Whether `args` takes kEngineAcrossHosts (the same on every rank that
+  // passes device buffers: hosts of equal size, all-reduce, engine on each host).
+  bool acrossHostsEligible(const algo::CollArgs& args, const PointerInfo& send, const PointerInfo& recv) const;
+  Status allReduceAcrossHosts(const algo::CollArgs& args, const WaitContext& wait,
+                              const HostSubgroupAllReduce& runOnRail);
 
   CommDeviceSetup setup_;
   DeviceSettings settings_;
@@ -110,6 +148,7 @@ class CommDevices {
   PinnedPool::Lease staging_;  // kept between calls: the next one of the same size reuses it
   std::unique_ptr<DirectPath> direct_;
   std::unique_ptr<DeviceEngine> engine_;
+  std::unique_ptr<DeviceEngine> hostEngine_;
   std::unique_ptr<GdrPath> gdr_;
   bool gdrKernels_ = false;  // the GDR path's reducer has kernels to run (GdrFacts::kernelsBuilt)
   // Written by the executor and, for engine calls, by the enqueuing thread.

@@ -1,5 +1,6 @@
 #include "src/device/device_engine.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "common/format.h"
@@ -27,7 +28,15 @@ bool onDevice(const PointerInfo& info, int device) {
 }  // namespace
 
 DeviceEngine::DeviceEngine(const EngineSetup& setup, std::unique_ptr<EngineBackend> backend)
-    : rank_(setup.rank), nranks_(setup.nranks), settings_(setup.settings), backend_(std::move(backend)) {}
+    : rank_(setup.rank), nranks_(setup.nranks), commRank_(setup.rank), commRanks_(setup.nranks),
+      members_(setup.members), settings_(setup.settings), backend_(std::move(backend)) {
+  if (members_.empty()) {
+    for (int r = 0; r < setup.nranks; ++r) members_.push_back(r);
+  }
+  nranks_ = static_cast<int>(members_.size());
+  for (int i = 0; i < nranks_; ++i)
+    if (members_[static_cast<size_t>(i)] == setup.rank) rank_ = i;
+}
 
 DeviceEngine::~DeviceEngine() {
   if (!backend_) return;
@@ -41,19 +50,29 @@ DeviceEngine::~DeviceEngine() {
     (void)backend_->waitIdle(wait);
   }
   for (void* peer : mappedPeers_) backend_->unmapPeer(peer);
-  if (local_) backend_->freeShared(local_);
+  if (local_ && !keepMemory_) backend_->freeShared(local_);
 }
 
 Result<std::unique_ptr<DeviceEngine>> DeviceEngine::create(const EngineSetup& setup,
                                                            std::unique_ptr<EngineBackend> backend,
                                                            std::string* whyNot) {
-  const int n = setup.nranks;
+  const int world = setup.nranks;
+  for (int m : setup.members)
+    if (m < 0 || m >= world)
+      return makeError(Code::kInternalError, "device engine setup on rank %d: member %d out of range", setup.rank, m);
+  if (!setup.members.empty() &&
+      std::find(setup.members.begin(), setup.members.end(), setup.rank) == setup.members.end())
+    return makeError(Code::kInternalError, "device engine setup on rank %d: not among the members", setup.rank);
   std::unique_ptr<DeviceEngine> eng(new DeviceEngine(setup, std::move(backend)));
+  const std::vector<int>& members = eng->members_;
+  const int n = eng->nranks_;
   const EngineSettings& s = setup.settings;
   eng->layout_ = engine::engineLayout(n, s.channels, s.slots, s.slotBytes, s.llSlotBytes);
 
-  // 1. Allocate and export; a rank that cannot says so in its record.
-  std::vector<DeviceEngine::SetupRecord> records(static_cast<size_t>(n));
+  // 1. Allocate and export; a rank that cannot says so in its record. Every
+  // rank of the communicator joins each exchange (one engine per host takes
+  // the records of its own members only).
+  std::vector<DeviceEngine::SetupRecord> records(static_cast<size_t>(world));
   DeviceEngine::SetupRecord& mine = records[static_cast<size_t>(setup.rank)];
   std::string localWhy;
   if (!eng->backend_) {
@@ -74,10 +93,11 @@ Result<std::unique_ptr<DeviceEngine>> DeviceEngine::create(const EngineSetup& se
   LOOM_TRY(setup.bootstrap->allGather(records.data(), sizeof(DeviceEngine::SetupRecord), setup.wait)
                .withContext(strprintf("device engine setup on rank %d, exchanging connection memory: ", setup.rank)));
 
-  // 2. Verdicts: every rank ready, and this rank's device reaches every peer's.
-  std::vector<uint8_t> verdicts(static_cast<size_t>(n), 0);
+  // 2. Verdicts: every member ready, and this rank's device reaches every other member's.
+  std::vector<uint8_t> verdicts(static_cast<size_t>(world), 0);
   bool ok = mine.ready != 0;
-  for (int r = 0; r < n && ok; ++r) {
+  for (int r : members) {
+    if (!ok) break;
     const DeviceEngine::SetupRecord& rec = records[static_cast<size_t>(r)];
     if (!rec.ready) {
       ok = false;
@@ -105,7 +125,7 @@ Result<std::unique_ptr<DeviceEngine>> DeviceEngine::create(const EngineSetup& se
   verdicts[static_cast<size_t>(setup.rank)] = ok ? 1 : 0;
   LOOM_TRY(setup.bootstrap->allGather(verdicts.data(), 1, setup.wait)
                .withContext(strprintf("device engine setup on rank %d, exchanging verdicts: ", setup.rank)));
-  for (int r = 0; r < n; ++r) {
+  for (int r : members) {
     if (verdicts[static_cast<size_t>(r)]) continue;
     // This rank's own reason names the rank at fault when it has one.
     if (whyNot) *whyNot = !ok ? localWhy : strprintf("rank %d cannot reach every peer's device", r);
@@ -114,12 +134,14 @@ Result<std::unique_ptr<DeviceEngine>> DeviceEngine::create(const EngineSetup& se
 
   // 3. Map the peers and publish this rank's view; then agree once more, so
   // that a rank that failed here leaves no peer using the engine alone.
-  Status prepared = eng->prepare(records, setup.rank);
-  std::vector<uint8_t> preparedEverywhere(static_cast<size_t>(n), 0);
+  std::vector<SetupRecord> memberRecords;
+  for (int r : members) memberRecords.push_back(records[static_cast<size_t>(r)]);
+  Status prepared = eng->prepare(memberRecords, eng->rank_);
+  std::vector<uint8_t> preparedEverywhere(static_cast<size_t>(world), 0);
   preparedEverywhere[static_cast<size_t>(setup.rank)] = prepared.isOk() ? 1 : 0;
   LOOM_TRY(setup.bootstrap->allGather(preparedEverywhere.data(), 1, setup.wait)
                .withContext(strprintf("device engine setup on rank %d, confirming: ", setup.rank)));
-  for (int r = 0; r < n; ++r) {
+  for (int r : members) {
     if (preparedEverywhere[static_cast<size_t>(r)]) continue;
     if (whyNot) *whyNot = !prepared.isOk() ? prepared.message() : strprintf("rank %d could not map its peers", r);
     return std::unique_ptr<DeviceEngine>();
@@ -137,16 +159,17 @@ Status DeviceEngine::prepare(const std::vector<SetupRecord>& records, int rank) 
     }
     auto mapped = backend_->mapPeer(records[static_cast<size_t>(r)].exported);
     LOOM_TRY(mapped.status().withContext(
-        strprintf("device engine setup on rank %d, mapping rank %d's connection memory: ", rank, r)));
+        strprintf("device engine setup on rank %d, mapping rank %d's connection memory: ", commRank_,
+                  members_[static_cast<size_t>(r)])));
     bases[static_cast<size_t>(r)] = mapped.value();
     mappedPeers_.push_back(mapped.value());
   }
   const engine::EngineView view = engine::makeEngineView(layout_, rank, bases.data());
   auto published = backend_->publishView(view);
-  LOOM_TRY(published.status().withContext(strprintf("device engine setup on rank %d: ", rank)));
+  LOOM_TRY(published.status().withContext(strprintf("device engine setup on rank %d: ", commRank_)));
   view_ = published.value();
   auto words = backend_->mappedWords(2);
-  LOOM_TRY(words.status().withContext(strprintf("device engine setup on rank %d: ", rank)));
+  LOOM_TRY(words.status().withContext(strprintf("device engine setup on rank %d: ", commRank_)));
   words_ = words.value();
   words_[0] = 0;
   words_[1] = 0;
@@ -182,14 +205,45 @@ engine::EngineCall DeviceEngine::baseCall() const {
   return call;
 }
 
+void DeviceEngine::choose(algo::CollType coll, engine::EngineCall* call) const {
+  const EngineChoiceRules& rules = settings_.rules;
+  // Small messages are latency-bound: LL's flagged lines save each step the
+  // fence and the counter round trip, at half the bandwidth. Every rank
+  // passes the same arguments and rules, so every rank picks the same.
+  call->protocol = engine::engineProtocolFor(call->op, call->type, call->count, nranks_);
+  const auto other = [](engine::EngineProtocol p) {
+    return p == engine::EngineProtocol::kLL ? engine::EngineProtocol::kSimple : engine::EngineProtocol::kLL;
+  };
+  const bool llRuns = call->op != engine::EngineOp::kSendRecv && call->op != engine::EngineOp::kAllToAll;
+  if (!rules.allows(coll, call->protocol) && rules.allows(coll, other(call->protocol)) &&
+      (llRuns || other(call->protocol) == engine::EngineProtocol::kSimple))
+    call->protocol = other(call->protocol);
+  call->algorithm = engine::engineAlgorithmFor(call->op, call->protocol, nranks_);
+  if (call->op == engine::EngineOp::kAllReduce) {
+    const auto alternative = call->algorithm == engine::EngineAlgorithm::kTree ? engine::EngineAlgorithm::kRing
+                                                                               : engine::EngineAlgorithm::kTree;
+    if (!rules.allows(coll, call->algorithm) && rules.allows(coll, alternative)) call->algorithm = alternative;
+  }
+}
+
+std::string DeviceEngine::lastChoice() const {
+  const int last = lastChoice_.load(std::memory_order_relaxed);
+  if (last == kNoChoice) return "";
+  if (last == kCopyChoice) return "copy";
+  if (last == kP2PChoice) return "p2p/Simple";
+  return strprintf("%s/%s", engine::engineAlgorithmName(static_cast<engine::EngineAlgorithm>(last / 16)),
+                   engine::engineProtocolName(static_cast<engine::EngineProtocol>(last % 16)));
+}
+
 Status DeviceEngine::enqueue(const algo::CollArgs& args, void* stream) {
   if (nranks_ == 1) {
+    lastChoice_.store(kCopyChoice, std::memory_order_relaxed);
     // Every collective of one rank is its input: in place nothing, else one copy.
     LOOM_TRY(kernelError());
     const size_t bytes = args.count * dataTypeSize(args.dtype);
     if (args.sendbuf == args.recvbuf || bytes == 0) return Status::ok();
     return backend_->copy(args.recvbuf, args.sendbuf, bytes, stream)
-        .withContext(strprintf("%s on rank %d: ", algo::collTypeName(args.type), rank_));
+        .withContext(strprintf("%s on rank %d: ", algo::collTypeName(args.type), commRank_));
   }
   engine::EngineCall call = baseCall();
   call.op = engineOpOf(args.type);
@@ -200,14 +254,14 @@ Status DeviceEngine::enqueue(const algo::CollArgs& args, void* stream) {
   call.recv = args.recvbuf;
   call.count = args.count;
   call.root = args.root;
-  // Small messages are latency-bound: LL's flagged lines save each step the
-  // fence and the counter round trip, at half the bandwidth. Every rank
-  // passes the same arguments, so every rank picks the same protocol.
-  call.protocol = engine::engineProtocolFor(call.op, call.type, call.count, nranks_);
+  choose(args.type, &call);
+  lastChoice_.store(static_cast<int>(call.algorithm) * 16 + static_cast<int>(call.protocol),
+                    std::memory_order_relaxed);
   return launch(call, stream, algo::collTypeName(args.type));
 }
 
 Status DeviceEngine::enqueueP2P(const std::vector<algo::P2POp>& ops, void* stream) {
+  lastChoice_.store(nranks_ == 1 ? kCopyChoice : kP2PChoice, std::memory_order_relaxed);
   if (nranks_ == 1) {
     // Sends to itself meet its receives in order, as the host path pairs them.
     std::vector<const algo::P2POp*> sends, recvs;
@@ -260,22 +314,22 @@ Status DeviceEngine::enqueueP2P(const std::vector<algo::P2POp>& ops, void* strea
 Status DeviceEngine::launch(const engine::EngineCall& call, void* stream, const char* what) {
   LOOM_TRY(kernelError());
   if (const char* why = engine::engineCallError(call, nranks_, rank_))
-    return makeError(Code::kInvalidArgument, "%s on rank %d: %s", what, rank_, why);
+    return makeError(Code::kInvalidArgument, "%s on rank %d: %s", what, commRank_, why);
   return backend_->launch(view_, layout_, call, stream)
-      .withContext(strprintf("%s on rank %d, launching the device engine: ", what, rank_));
+      .withContext(strprintf("%s on rank %d, launching the device engine: ", what, commRank_));
 }
 
 Status DeviceEngine::kernelError() const {
   const uint32_t status = __atomic_load_n(&words_[1], __ATOMIC_ACQUIRE);
   if (status == static_cast<uint32_t>(engine::EngineStatus::kOk)) return Status::ok();
   if (status == static_cast<uint32_t>(engine::EngineStatus::kAborted))
-    return makeError(Code::kRemoteError, "rank %d: the device engine was aborted", rank_);
+    return makeError(Code::kRemoteError, "rank %d: the device engine was aborted", commRank_);
   if (status == static_cast<uint32_t>(engine::EngineStatus::kTimedOut))
     return makeError(Code::kTimeout,
                      "rank %d: a device engine kernel waited longer than LOOM_TIMEOUT (%.0f s) for a peer; "
                      "every rank must make the same calls, in the same order, on device buffers",
-                     rank_, settings_.timeoutSeconds);
-  return makeError(Code::kInternalError, "rank %d: the device engine kernel reported status %u", rank_, status);
+                     commRank_, settings_.timeoutSeconds);
+  return makeError(Code::kInternalError, "rank %d: the device engine kernel reported status %u", commRank_, status);
 }
 
 void DeviceEngine::abort() {

@@ -27,6 +27,7 @@
 // ends in LOOM_TIMEOUT naming the waiting rank rather than in a silent hang.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -41,6 +42,27 @@
 
 namespace loom::cuda {
 
+// Which of the engine's algorithms and protocols each collective may take:
+// LOOM_ALGO ("ring", "tree") and LOOM_PROTO ("simple", "ll") as the ranks of
+// the communicator agreed on them, so every rank's choice stays the same.
+// A call that no allowed pair can run (LL for send/recv, the tree for a
+// broadcast) ignores the rule, as the tuner ignores a filter that leaves
+// nothing.
+struct EngineChoiceRules {
+  // Bit (1 << EngineAlgorithm / EngineProtocol) per collective; all set by default.
+  uint8_t algorithms[algo::kNumCollTypes];
+  uint8_t protocols[algo::kNumCollTypes];
+  EngineChoiceRules() {
+    for (int c = 0; c < algo::kNumCollTypes; ++c) algorithms[c] = protocols[c] = 0xff;
+  }
+  bool allows(algo::CollType coll, kernels::cuda::engine::EngineAlgorithm a) const {
+    return (algorithms[static_cast<int>(coll)] >> static_cast<int>(a)) & 1;
+  }
+  bool allows(algo::CollType coll, kernels::cuda::engine::EngineProtocol p) const {
+    return (protocols[static_cast<int>(coll)] >> static_cast<int>(p)) & 1;
+  }
+};
+
 struct EngineSettings {
   // Ring collectives run one block per channel and rank; every rank's
   // blocks must be resident at once (ranks may share one GPU), which 8
@@ -54,11 +76,17 @@ struct EngineSettings {
   // ranks) moves each ring block in one step; 2 MiB per rank at 8 x 8.
   size_t llSlotBytes = size_t{8} << 10;
   double timeoutSeconds = 0;         // LOOM_TIMEOUT: a kernel wait longer than this fails the call
+  EngineChoiceRules rules = {};
 };
 
 struct EngineSetup {
-  int rank = 0;
-  int nranks = 1;
+  int rank = 0;    // in the communicator
+  int nranks = 1;  // of the communicator: every one joins the setup's exchanges
+  // The ranks this engine connects, in order, this rank among them: the
+  // ranks of this rank's host in a communicator that spans hosts (each host
+  // then has an engine of its own), empty for all. The kernels see ranks as
+  // indices into this list.
+  std::vector<int> members;
   bootstrap::Bootstrap* bootstrap = nullptr;
   WaitContext wait = {};
   EngineSettings settings = {};
@@ -74,8 +102,14 @@ class DeviceEngine {
   ~DeviceEngine();
 
   int device() const { return backend_->device(); }
+  // The ranks it connects (EngineSetup::members; all of them when that was empty).
+  const std::vector<int>& members() const { return members_; }
+  bool spansCommunicator() const { return nranks_ == commRanks_; }
   const char* backendName() const { return backend_->name(); }
   int channels() const { return layout_.nchannels; }
+  // What the last call enqueued ran: "ring/LL", "tree/Simple", "p2p/Simple",
+  // "copy" (one rank); empty before the first.
+  std::string lastChoice() const;
 
   // Whether this call is the engine's: both buffers are device memory of
   // the engine's device (the same test on every rank when the ranks pass
@@ -96,6 +130,13 @@ class DeviceEngine {
   Status kernelError() const;
   // Makes every waiting and later kernel of this engine stop (loomCommAbort).
   void abort();
+  // Peers' kernels write into this rank's connection memory until their
+  // last step (a receiver acknowledges a sender's slot there), so it may be
+  // freed only once every member's kernels are done: the communicator
+  // learns that with a barrier at destruction. Without it (an abort, a
+  // barrier that failed) the memory is left allocated rather than freed
+  // under a peer that may still write to it.
+  void keepMemoryAtDestruction() { keepMemory_ = true; }
 
  private:
   // What each rank tells the others at setup.
@@ -109,10 +150,16 @@ class DeviceEngine {
   Status prepare(const std::vector<SetupRecord>& records, int rank);
   Status launch(const kernels::cuda::engine::EngineCall& call, void* stream, const char* what);
   kernels::cuda::engine::EngineCall baseCall() const;
+  // The protocol and algorithm of a collective call (its op, type and
+  // count set), by the defaults of engine_layout.h within settings_.rules.
+  void choose(algo::CollType coll, kernels::cuda::engine::EngineCall* call) const;
   int p2pChannels() const;
 
-  int rank_;
-  int nranks_;
+  int rank_;        // index in members_
+  int nranks_;      // members_.size()
+  int commRank_;    // in the communicator, for messages
+  int commRanks_;
+  std::vector<int> members_;
   EngineSettings settings_;
   std::unique_ptr<EngineBackend> backend_;
   kernels::cuda::engine::EngineLayout layout_{};
@@ -120,6 +167,10 @@ class DeviceEngine {
   std::vector<void*> mappedPeers_;    // peers' allocations mapped here (to unmap)
   const kernels::cuda::engine::EngineView* view_ = nullptr;
   uint32_t* words_ = nullptr;         // [0] abort, [1] status (kernel-written)
+  // The last call's choice: kNoChoice, kCopyChoice, or algorithm * 16 + protocol.
+  static constexpr int kNoChoice = -1, kCopyChoice = -2, kP2PChoice = -3;
+  std::atomic<int> lastChoice_{kNoChoice};
+  bool keepMemory_ = false;
 };
 
 }  // namespace loom::cuda

@@ -9,6 +9,7 @@ const char* dataPathName(DataPath path) {
     case DataPath::kDirectP2P: return "direct-p2p";
     case DataPath::kDirectGdr: return "direct-gdr";
     case DataPath::kEngine: return "engine";
+    case DataPath::kEngineAcrossHosts: return "engine within hosts, staged across";
   }
   return "?";
 }

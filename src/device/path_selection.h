@@ -10,6 +10,10 @@
 //   kEngine    the device engine (device_engine.h): every rank on this host,
 //              every device reaching every other; one kernel per call moves
 //              and reduces the data between the GPUs, on the caller's stream;
+//   kEngineAcrossHosts ranks on several hosts, each host's devices reaching
+//              each other: an all-reduce runs in the engine of each host
+//              (reduce-scatter, then all-gather), and only its inter-host
+//              step is staged through pinned memory (comm_devices.h);
 //   kDirectGdr ranks on several hosts, every rank's buffers in device memory:
 //              the RDMA NIC writes between the device buffers (GPUDirect
 //              RDMA over verbs, src/device/gdr_path.h; all-reduce only for now).
@@ -28,7 +32,7 @@
 
 namespace loom::cuda {
 
-enum class DataPath { kHost, kStaged, kDirectP2P, kDirectGdr, kEngine };
+enum class DataPath { kHost, kStaged, kDirectP2P, kDirectGdr, kEngine, kEngineAcrossHosts };
 const char* dataPathName(DataPath path);
 
 struct DirectFacts {

@@ -79,6 +79,11 @@ class Tuner {
   // the multi-host model (multi_host_cost.h), else predict().
   double predictIn(size_t algorithm, transport::Protocol proto, double bytes, const algo::AlgoContext& ctx) const;
 
+  // LOOM_ALGO and LOOM_PROTO as parsed (names in lower case), for the
+  // paths that choose outside the registry (the device engine).
+  const NameFilter& algorithmFilter() const { return algoFilter_; }
+  const NameFilter& protocolFilter() const { return protoFilter_; }
+
  private:
   struct Model {
     CostParams params;

@@ -13,6 +13,11 @@
 //     reduce-scatter (n-1 sends, the last receive finishes the block on
 //     its owner, post step included) then all-gather of the finished blocks;
 //     each block is reduced once, so every rank's output is bit-identical.
+//   tree all-reduce (EngineAlgorithm::kTree): per slot-sized piece of the
+//     channel's slice, partial sums flow up the channel's tree (tree 0 or 1
+//     of the double binary tree, common/tree_schedule.h), the root finishes
+//     the piece (post step included) and it flows back down; every rank
+//     copies the root's result, so outputs are bit-identical too.
 //   reduce-scatter / all-gather: the same, per slot-sized piece of a block.
 //   broadcast: a pipeline down the chain that starts at the root.
 //   reduce: a pipeline along the chain that ends at the root.
@@ -29,6 +34,7 @@
 #include <cstdint>
 
 #include "common/ring_schedule.h"
+#include "common/tree_schedule.h"
 #include "kernels/cuda/engine/engine_layout.h"
 #include "kernels/cuda/engine/engine_protocol.h"
 
@@ -68,6 +74,10 @@ class EngineBlockRunner {
         moveElements<T, kOp, Memory>(block_, at(out_, mine.offset), nullptr, at(in_, mine.offset), nullptr,
                                      mine.count, engineReduces(call_.op) ? &post_ : nullptr);
       return EngineStatus::kOk;
+    }
+    if (call_.op == EngineOp::kAllReduce && call_.algorithm == EngineAlgorithm::kTree) {
+      if (call_.protocol == EngineProtocol::kLL) return treeAllReduce<LLChannel<Memory, Block>>(channel, mine);
+      return treeAllReduce<Channel>(channel, mine);
     }
     const int next = ring::next(rank_, n_), prev = ring::prev(rank_, n_);
     const EngineSendConnection* send = &view_.send[channel][next];
@@ -154,6 +164,58 @@ class EngineBlockRunner {
       b = block(ring::allGatherBlock(r, n - 1, n));
       if (!recvCopy(ch, at(out_, b.offset), b.count, false)) return;
     }
+  }
+
+  // The tree all-reduce of this channel's slice. One channel object owns
+  // each connection, so each connection's step counters live in one place:
+  //   up:     send to the parent, receive from the last child;
+  //   across: send to the second child, receive from the first (two children);
+  //   down:   send to the first child, receive from the parent.
+  // Per piece a rank waits only on its children (going up) and its parent
+  // (going down), the same piece everywhere, so the waits follow the tree's
+  // edges in one direction at a time and cannot form a cycle; one FIFO slot
+  // per connection suffices, as a piece's slot is consumed before the next
+  // piece's is written.
+  template <class Ch>
+  LOOM_HOST_DEVICE EngineStatus treeAllReduce(int channel, ring::Span mine) {
+    const tree::Links t = tree::linksOf(n_, rank_, channel % 2);
+    const bool root = t.parent < 0, twoChildren = t.nchildren == 2;
+    const int first = t.children[0], last = t.children[t.nchildren > 0 ? t.nchildren - 1 : 0];
+    auto sendTo = [&](int peer) { return peer < 0 ? nullptr : &view_.send[channel][peer]; };
+    auto recvFrom = [&](int peer) { return peer < 0 ? nullptr : &view_.recv[channel][peer]; };
+    Ch up(view_, call_, block_, sendTo(t.parent), recvFrom(last));
+    Ch across(view_, call_, block_, twoChildren ? sendTo(t.children[1]) : nullptr,
+              twoChildren ? recvFrom(first) : nullptr);
+    Ch down(view_, call_, block_, sendTo(first), recvFrom(t.parent));
+    const size_t chunk = up.slotElems(sizeof(T));
+    const size_t end = mine.offset + mine.count;
+    for (size_t base = mine.offset; base < end; base += chunk) {
+      const size_t len = end - base < chunk ? end - base : chunk;
+      const unsigned char* in = at(in_, base);
+      unsigned char* out = at(out_, base);
+      // Up: a node with two children folds the first one's partial sum into
+      // its output, then the last one's on the way to its parent.
+      const unsigned char* partial = in;
+      if (twoChildren) {
+        if (!across.template transfer<T, kOp>(true, false, in, out, len, nullptr)) break;
+        partial = out;
+      }
+      bool ok;
+      if (t.nchildren == 0) ok = sendStep(up, in, nullptr, len);
+      else if (!root) ok = recvReduceSend(up, partial, len);
+      else ok = recvReduceFinal(up, partial, out, len, false);
+      if (!ok) break;
+      // Down: the root's result, forwarded to the first child on receipt.
+      if (root) ok = sendStep(down, out, nullptr, len);
+      else ok = recvCopy(down, out, len, t.nchildren > 0);
+      if (!ok || (twoChildren && !sendStep(across, out, nullptr, len))) break;
+    }
+    up.finish();
+    across.finish();
+    down.finish();
+    if (up.status() != EngineStatus::kOk) return up.status();
+    if (across.status() != EngineStatus::kOk) return across.status();
+    return down.status();
   }
 
   // Block j of the input (reduce-scatter) or output (all-gather) at element `base` of the rank block.

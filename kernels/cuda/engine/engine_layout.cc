@@ -3,6 +3,8 @@
 
 #include <cstdint>
 
+#include "common/tree_schedule.h"
+
 namespace loom::kernels::cuda::engine {
 namespace {
 
@@ -141,6 +143,19 @@ EngineProtocol engineProtocolFor(EngineOp op, DataType type, size_t count, int n
   return largest <= kLLMaxBytes ? EngineProtocol::kLL : EngineProtocol::kSimple;
 }
 
+const char* engineAlgorithmName(EngineAlgorithm algorithm) {
+  switch (algorithm) {
+    case EngineAlgorithm::kRing: return "ring";
+    case EngineAlgorithm::kTree: return "tree";
+  }
+  return "?";
+}
+
+EngineAlgorithm engineAlgorithmFor(EngineOp op, EngineProtocol protocol, int nranks) {
+  if (op != EngineOp::kAllReduce || protocol != EngineProtocol::kLL) return EngineAlgorithm::kRing;
+  return 2 * tree::depthOf(nranks) + 2 < 2 * (nranks - 1) ? EngineAlgorithm::kTree : EngineAlgorithm::kRing;
+}
+
 const char* engineStatusName(EngineStatus status) {
   switch (status) {
     case EngineStatus::kOk: return "ok";
@@ -158,6 +173,10 @@ const char* engineCallError(const EngineCall& call, int nranks, int rank) {
   if (static_cast<int>(call.protocol) > static_cast<int>(EngineProtocol::kLL)) return "protocol is not an EngineProtocol";
   if (call.protocol == EngineProtocol::kLL && (call.op == EngineOp::kSendRecv || call.op == EngineOp::kAllToAll))
     return "protocol LL runs the ring collectives only (send/recv and all-to-all run Simple)";
+  if (static_cast<int>(call.algorithm) > static_cast<int>(EngineAlgorithm::kTree))
+    return "algorithm is not an EngineAlgorithm";
+  if (call.algorithm == EngineAlgorithm::kTree && call.op != EngineOp::kAllReduce)
+    return "algorithm tree runs all-reduce only";
   if (call.op == EngineOp::kSendRecv) {
     if (call.nsends < 0 || call.nsends > kMaxRanks) return "nsends out of range [0, 8]";
     if (call.nrecvs < 0 || call.nrecvs > kMaxRanks) return "nrecvs out of range [0, 8]";

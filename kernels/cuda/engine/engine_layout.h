@@ -137,11 +137,19 @@ enum class EngineOp : uint8_t { kAllReduce, kReduceScatter, kAllGather, kBroadca
 // messages. kLL runs the ring collectives (not kSendRecv / kAllToAll).
 enum class EngineProtocol : uint8_t { kSimple, kLL };
 
+// The rank order an all-reduce follows (the other collectives: kRing). kRing:
+// reduce-scatter then all-gather around the ring, 2(n-1) steps per block and
+// every link busy; for bandwidth. kTree: NCCL's double binary tree (even
+// channels on tree 0, odd on tree 1; common/tree_schedule.h), reduced up to
+// the root and broadcast down, about 2 log2(n) + 2 steps; for latency.
+enum class EngineAlgorithm : uint8_t { kRing, kTree };
+
 // What the kernel reports through EngineCall::status (0 is success).
 enum class EngineStatus : uint32_t { kOk = 0, kAborted = 1, kTimedOut = 2, kInvalidCall = 3 };
 
 const char* engineOpName(EngineOp op);
 const char* engineProtocolName(EngineProtocol protocol);
+const char* engineAlgorithmName(EngineAlgorithm algorithm);
 const char* engineStatusName(EngineStatus status);
 
 // One collective call as the kernel receives it (by value).
@@ -183,6 +191,7 @@ struct EngineCall {
   uint32_t* status = nullptr;
   int channels = 0;  // channels this call uses: 0 = all of the view's, else 1..view.nchannels (same on every rank)
   EngineProtocol protocol = EngineProtocol::kSimple;  // the same on every rank
+  EngineAlgorithm algorithm = EngineAlgorithm::kRing;  // the same on every rank; kTree: all-reduce only
 };
 
 // Both travel to the device as bytes (a cudaMemcpy, a kernel argument).
@@ -207,6 +216,14 @@ constexpr size_t kLLMaxBytes = size_t{64} << 10;
 // input, the others' count) is at most kLLMaxBytes, else kSimple. A pure
 // function of the arguments every rank passes alike, so every rank agrees.
 EngineProtocol engineProtocolFor(EngineOp op, DataType type, size_t count, int nranks);
+
+// The algorithm an all-reduce of these arguments on `protocol` should run:
+// kTree where a block crosses the ring in one step (LL) and the tree's
+// 2 depth + 2 steps are fewer than the ring's 2(n-1), i.e. from 5 ranks on;
+// kRing otherwise and for every other collective. A tree moves each piece
+// up and down in lock step, which is latency-bound, so bandwidth-bound
+// calls (Simple) stay on the ring.
+EngineAlgorithm engineAlgorithmFor(EngineOp op, EngineProtocol protocol, int nranks);
 
 // Thread blocks the call's kernel runs (0: nothing to do). Ring collectives:
 // one per channel; kAllToAll: a send and a recv block per peer and channel;

@@ -40,7 +40,8 @@ struct EngineWorld {
 
 // Creates one engine per rank; `backendFor(rank)` may return null.
 EngineWorld makeWorld(int nranks, double timeoutSeconds = 20,
-                      const std::function<std::unique_ptr<EngineBackend>(int)>& backendFor = {}) {
+                      const std::function<std::unique_ptr<EngineBackend>(int)>& backendFor = {},
+                      const EngineChoiceRules& rules = {}) {
   EngineWorld world;
   world.engines.resize(static_cast<size_t>(nranks));
   world.why.resize(static_cast<size_t>(nranks));
@@ -57,6 +58,7 @@ EngineWorld makeWorld(int nranks, double timeoutSeconds = 20,
     setup.settings.slots = 2;
     setup.settings.slotBytes = 4096;  // small: every call below crosses many slots
     setup.settings.timeoutSeconds = timeoutSeconds;
+    setup.settings.rules = rules;
     auto backend = backendFor ? backendFor(rank) : makeEmulatedEngineBackend();
     auto made = DeviceEngine::create(setup, std::move(backend), &world.why[static_cast<size_t>(rank)]);
     if (!made.isOk()) errors[static_cast<size_t>(rank)] = made.status().message();
@@ -315,6 +317,79 @@ TEST(DeviceEngineEmulated, SmallCallsRunLLAndLargeOnesSimpleOnEveryRank) {
       want.push_back(bytes <= (size_t{64} << 10) ? EngineProtocol::kLL : EngineProtocol::kSimple);
     }
   for (int r = 0; r < nranks; ++r) EXPECT_EQ(seen[static_cast<size_t>(r)], want) << "rank " << r;
+}
+
+// The engine's choice per call: the tree for small all-reduces from 5 ranks
+// on, the ring otherwise, and LOOM_ALGO / LOOM_PROTO (as rules) override it
+// per collective where the engine can run what they name; every choice gives
+// the reference's sums, and every rank reports the same choice.
+TEST(DeviceEngineEmulated, AlgorithmAndProtocolFollowTheDefaultsAndTheRules) {
+  using kernels::cuda::engine::EngineAlgorithm;
+  using kernels::cuda::engine::EngineProtocol;
+  const int nranks = 6;
+  struct Case {
+    const char* what;
+    EngineChoiceRules rules;
+    algo::CollType type;
+    size_t count;
+    const char* expected;
+  };
+  auto only = [](algo::CollType type, int algorithmBits, int protocolBits) {
+    EngineChoiceRules r;
+    r.algorithms[static_cast<int>(type)] = static_cast<uint8_t>(algorithmBits);
+    r.protocols[static_cast<int>(type)] = static_cast<uint8_t>(protocolBits);
+    return r;
+  };
+  const int ring = 1 << static_cast<int>(EngineAlgorithm::kRing), tree = 1 << static_cast<int>(EngineAlgorithm::kTree);
+  const int simple = 1 << static_cast<int>(EngineProtocol::kSimple), ll = 1 << static_cast<int>(EngineProtocol::kLL);
+  const algo::CollType ar = algo::CollType::kAllReduce, ag = algo::CollType::kAllGather;
+  const std::vector<Case> cases = {
+      {"defaults, small", {}, ar, 1000, "tree/LL"},
+      {"defaults, large", {}, ar, 40000, "ring/Simple"},
+      {"ring forced", only(ar, ring, ll | simple), ar, 1000, "ring/LL"},
+      {"tree and Simple forced", only(ar, tree, simple), ar, 40000, "tree/Simple"},
+      {"LL forced on a large call", only(ar, ring | tree, ll), ar, 40000, "tree/LL"},
+      {"Simple forced on a small all-gather", only(ag, ring, simple), ag, 100, "ring/Simple"},
+      {"the tree cannot gather: the rule is ignored", only(ag, tree, ll), ag, 100, "ring/LL"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    EngineWorld world = makeWorld(nranks, 20, {}, c.rules);
+    for (int r = 0; r < nranks; ++r) ASSERT_NE(world.engines[static_cast<size_t>(r)], nullptr) << world.why[0];
+    std::vector<std::string> failures(nranks), choices(nranks);
+    runRankThreads(nranks, [&](int rank) {
+      DeviceEngine& eng = *world.engines[static_cast<size_t>(rank)];
+      const size_t n = static_cast<size_t>(nranks);
+      std::vector<float> in(c.count), out(c.count * n, -1.0f);
+      for (size_t i = 0; i < c.count; ++i) in[i] = inputOf(rank, i);
+      algo::CollArgs args;
+      args.type = c.type;
+      args.sendbuf = in.data();
+      args.recvbuf = out.data();
+      args.count = c.count;
+      args.op = RedOp::kSum;
+      Status s = eng.enqueue(args, nullptr);
+      if (s.isOk()) s = eng.waitIdle(waitFor(60));
+      if (s.isOk()) s = eng.kernelError();
+      std::string& failure = failures[static_cast<size_t>(rank)];
+      if (!s.isOk()) failure = s.message();
+      for (size_t i = 0; i < out.size() && failure.empty(); ++i) {
+        float want = 0;
+        if (c.type == ar && i < c.count)
+          for (int r = 0; r < nranks; ++r) want += inputOf(r, i);
+        else if (c.type == ag)
+          want = inputOf(static_cast<int>(i / c.count), i % c.count);
+        else
+          continue;
+        if (out[i] != want) failure = "differs at " + std::to_string(i);
+      }
+      choices[static_cast<size_t>(rank)] = eng.lastChoice();
+    });
+    for (int r = 0; r < nranks; ++r) {
+      EXPECT_EQ(failures[static_cast<size_t>(r)], "") << "rank " << r;
+      EXPECT_EQ(choices[static_cast<size_t>(r)], c.expected) << "rank " << r;
+    }
+  }
 }
 
 TEST(DeviceEngineEmulated, ARankThatCannotMapItsPeersLeavesNoRankWithTheEngine) {

@@ -102,7 +102,7 @@ TEST(GpuEngine, EveryCollectiveBackToBackOnOneGpuThenOneSynchronize) {
       // The device engine ran them (one GPU, threads of one process: it must).
       char ran[64] = {};
       me.check(loomCommGetLastAlgorithm(me.comm, ran, sizeof ran) == loomSuccess &&
-                   std::string(ran) == "engine/Simple",
+                   std::string(ran).rfind("engine/", 0) == 0,
                std::string("last algorithm '") + ran + "', expected the device engine");
       auto sum = toHost(dSum, count), gathered = toHost(dGather, count * n), scattered = toHost(dScatter, count),
            bcast = toHost(dBcast, count);

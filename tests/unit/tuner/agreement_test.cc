@@ -8,6 +8,7 @@
 #include <fstream>
 #include <mutex>
 
+#include "algorithms/registry.h"
 #include "src/comm/algorithm_selection.h"
 #include "tests/support/local_bootstrap.h"
 #include "tests/support/rank_threads.h"
@@ -109,6 +110,35 @@ TEST(TunerAgreement, GoodTuningFileComesAfterTheDefaults) {
   EXPECT_TRUE(warnings.empty());
   EXPECT_EQ(o.algo, "ring");
   EXPECT_EQ(o.table.params(algo::CollType::kAllReduce, "nameless", transport::Protocol::kSimple, 7).alphaMicros, 42);
+}
+
+// LOOM_ALGO / LOOM_PROTO reach the device engine: its ring and tree and its
+// two protocols, per collective, as the agreed filters allow them.
+TEST(EngineChoiceRules, FollowTheAgreedAlgorithmAndProtocolFilters) {
+  using kernels::cuda::engine::EngineAlgorithm;
+  using kernels::cuda::engine::EngineProtocol;
+  tuner::TunerOptions o;
+  o.algo = "allreduce:tree;reducescatter:ring";
+  o.proto = "ll";
+  tuner::Tuner tuner(o, 8, algo::allAlgorithms(), Logger(), nullptr);
+  const cuda::EngineChoiceRules rules = engineChoiceRules(tuner);
+  EXPECT_TRUE(rules.allows(algo::CollType::kAllReduce, EngineAlgorithm::kTree));
+  EXPECT_FALSE(rules.allows(algo::CollType::kAllReduce, EngineAlgorithm::kRing));
+  EXPECT_TRUE(rules.allows(algo::CollType::kReduceScatter, EngineAlgorithm::kRing));
+  EXPECT_FALSE(rules.allows(algo::CollType::kReduceScatter, EngineAlgorithm::kTree));
+  for (int c = 0; c < algo::kNumCollTypes; ++c) {
+    EXPECT_TRUE(rules.allows(static_cast<algo::CollType>(c), EngineProtocol::kLL)) << c;
+    EXPECT_FALSE(rules.allows(static_cast<algo::CollType>(c), EngineProtocol::kSimple)) << c;
+  }
+  // Nothing set: everything allowed.
+  tuner::Tuner free(tuner::TunerOptions{}, 8, algo::allAlgorithms(), Logger(), nullptr);
+  const cuda::EngineChoiceRules all = engineChoiceRules(free);
+  for (int c = 0; c < algo::kNumCollTypes; ++c) {
+    const auto coll = static_cast<algo::CollType>(c);
+    EXPECT_TRUE(all.allows(coll, EngineAlgorithm::kRing) && all.allows(coll, EngineAlgorithm::kTree) &&
+                all.allows(coll, EngineProtocol::kSimple) && all.allows(coll, EngineProtocol::kLL))
+        << c;
+  }
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // The device engine's collectives under the host emulation: ranks are
 // threads, with random delays before every flag operation, fence and LL line
-// access, over every collective x protocol (Simple, LL) x DataType x RedOp x
-// size x in/out of place x ranks x channels. The default run samples the
+// access, over every collective (all-reduce on the ring and on the tree) x
+// protocol (Simple, LL) x DataType x RedOp x size x in/out of place x ranks x
+// channels. The default run samples the
 // matrix (every (collective, protocol, type, op) at least once); the label
 // engine_full runs all of it.
 #include <gtest/gtest.h>
@@ -39,9 +40,11 @@ std::vector<size_t> sizesFor(DataType type, EngineProtocol protocol) {
 }
 
 MatrixPoint point(int nranks, int channels, EngineOp op, DataType type, RedOp redOp, size_t count, bool inPlace,
-                  uint64_t seed, EngineProtocol protocol = EngineProtocol::kSimple) {
+                  uint64_t seed, EngineProtocol protocol = EngineProtocol::kSimple,
+                  EngineAlgorithm algorithm = EngineAlgorithm::kRing) {
   MatrixPoint p;
   p.c.protocol = protocol;
+  p.c.algorithm = algorithm;
   p.nranks = nranks;
   p.slots = 2 + static_cast<int>(seed % 3);
   p.threadsPerBlock = (seed % 4 == 1 && nranks <= 4) ? 2 : 1;
@@ -61,11 +64,17 @@ std::vector<MatrixPoint> fullMatrix() {
   std::vector<MatrixPoint> points;
   uint64_t seed = 1;
   for (EngineProtocol protocol : {EngineProtocol::kSimple, EngineProtocol::kLL})
-    for (int nranks : {2, 3, 4, 8})
+    for (int nranks : {2, 3, 4, 5, 6, 7, 8})
       for (int channels : {1, 2, 4})
         for (DataType type : testdata::allTypes())
           for (size_t count : sizesFor(type, protocol))
             for (bool inPlace : {false, true}) {
+              // The tree at every rank count (each gives another shape); the
+              // rest at 2, 3, 4 and 8.
+              for (RedOp redOp : testdata::allOps())
+                points.push_back(point(nranks, channels, EngineOp::kAllReduce, type, redOp, count, inPlace, seed++,
+                                       protocol, EngineAlgorithm::kTree));
+              if (nranks >= 5 && nranks <= 7) continue;
               for (EngineOp op : kReductions)
                 for (RedOp redOp : testdata::allOps())
                   points.push_back(point(nranks, channels, op, type, redOp, count, inPlace, seed++, protocol));
@@ -85,8 +94,8 @@ std::vector<MatrixPoint> sampledMatrix() {
   std::vector<MatrixPoint> picked;
   std::vector<std::string> seen;
   for (const MatrixPoint& p : all) {
-    const std::string key = std::string(engineOpName(p.c.op)) + engineProtocolName(p.c.protocol) +
-                            dataTypeName(p.c.type) + redOpName(p.c.redOp);
+    const std::string key = std::string(engineOpName(p.c.op)) + engineAlgorithmName(p.c.algorithm) +
+                            engineProtocolName(p.c.protocol) + dataTypeName(p.c.type) + redOpName(p.c.redOp);
     if (std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
     seen.push_back(key);
     picked.push_back(p);
@@ -237,23 +246,44 @@ TEST(EngineCollectives, BackToBackMixedCallsOnTheSameEngine) {
 // All-reduce of arbitrary data (NaNs, huge values, rounding ties): every rank's
 // output is the same bytes, and running again gives the same bytes.
 TEST(EngineCollectives, AllReduceIsBitIdenticalOnEveryRankAndDeterministic) {
-  for (EngineProtocol protocol : {EngineProtocol::kSimple, EngineProtocol::kLL})
-    for (DataType type : {DataType::kFloat16, DataType::kBfloat16, DataType::kFloat32, DataType::kFloat64})
-      for (RedOp op : {RedOp::kSum, RedOp::kProd, RedOp::kAvg}) {
-        MatrixPoint p = point(4, 3, EngineOp::kAllReduce, type, op, 2000, false, 11, protocol);
-        p.c.exactData = false;
-        std::vector<unsigned char> first;
-        for (int attempt = 0; attempt < 2; ++attempt) {
-          setDelaySeed(static_cast<uint64_t>(attempt) + 100);
-          EngineRanks ranks(p.nranks, kChannelsAllocated, 2, kSlotBytes);
-          CollectiveRun run(p.c, p.nranks);
-          const std::vector<EngineStatus> status = ranks.run<DelayingMemory>(run.calls());
-          for (EngineStatus s : status) ASSERT_EQ(s, EngineStatus::kOk);
-          for (int r = 1; r < p.nranks; ++r)
-            ASSERT_EQ(run.output(r), run.output(0)) << p.c.describe(p.nranks) << ": rank " << r << " differs from rank 0";
-          if (attempt == 0) first = run.output(0);
-          else EXPECT_EQ(run.output(0), first) << p.c.describe(p.nranks) << ": a second run gave other bytes";
+  struct Shape {
+    EngineAlgorithm algorithm;
+    int nranks;  // 5: the tree has a node with two children below the root
+  };
+  for (Shape shape : {Shape{EngineAlgorithm::kRing, 4}, Shape{EngineAlgorithm::kTree, 5}})
+    for (EngineProtocol protocol : {EngineProtocol::kSimple, EngineProtocol::kLL})
+      for (DataType type : {DataType::kFloat16, DataType::kBfloat16, DataType::kFloat32, DataType::kFloat64})
+        for (RedOp op : {RedOp::kSum, RedOp::kProd, RedOp::kAvg}) {
+          MatrixPoint p =
+              point(shape.nranks, 3, EngineOp::kAllReduce, type, op, 2000, false, 11, protocol, shape.algorithm);
+          p.c.exactData = false;
+          std::vector<unsigned char> first;
+          for (int attempt = 0; attempt < 2; ++attempt) {
+            setDelaySeed(static_cast<uint64_t>(attempt) + 100);
+            EngineRanks ranks(p.nranks, kChannelsAllocated, 2, kSlotBytes);
+            CollectiveRun run(p.c, p.nranks);
+            const std::vector<EngineStatus> status = ranks.run<DelayingMemory>(run.calls());
+            for (EngineStatus s : status) ASSERT_EQ(s, EngineStatus::kOk);
+            for (int r = 1; r < p.nranks; ++r)
+              ASSERT_EQ(run.output(r), run.output(0)) << p.c.describe(p.nranks) << ": rank " << r << " differs from rank 0";
+            if (attempt == 0) first = run.output(0);
+            else EXPECT_EQ(run.output(0), first) << p.c.describe(p.nranks) << ": a second run gave other bytes";
+          }
         }
+}
+
+// The tree at every shape up to 8 ranks, with one FIFO slot's worth of
+// pieces per channel and more, both protocols, against the reference.
+TEST(EngineCollectives, TreeAllReduceAtEveryRankCount) {
+  uint64_t seed = 300;
+  for (int nranks = 2; nranks <= 8; ++nranks)
+    for (EngineProtocol protocol : {EngineProtocol::kSimple, EngineProtocol::kLL})
+      for (size_t count : {size_t{1}, size_t{9}, size_t{4099}}) {
+        MatrixPoint p = point(nranks, 2, EngineOp::kAllReduce, DataType::kInt32, RedOp::kSum, count, seed % 2 == 0,
+                              seed, protocol, EngineAlgorithm::kTree);
+        ++seed;
+        runPoint(p);
+        if (::testing::Test::HasFatalFailure()) return;
       }
 }
 

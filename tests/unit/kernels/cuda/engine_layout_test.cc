@@ -190,5 +190,21 @@ TEST(EngineProtocolFor, SmallRingCollectivesRunLL) {
   EXPECT_EQ(engineProtocolFor(EngineOp::kAllReduce, DataType::kFloat32, SIZE_MAX, 4), EngineProtocol::kSimple);
 }
 
+// The tree's steps, 2 floor(log2 n) + 2, against the ring's 2(n - 1): fewer
+// from 5 ranks on; only LL calls are latency-bound enough to take it.
+TEST(EngineAlgorithmFor, SmallAllReducesFromFiveRanksRunTheTree) {
+  for (int n = 1; n <= kMaxRanks; ++n) {
+    int depth = 0;
+    while ((2 << depth) <= n) ++depth;
+    const EngineAlgorithm expected = 2 * depth + 2 < 2 * (n - 1) ? EngineAlgorithm::kTree : EngineAlgorithm::kRing;
+    EXPECT_EQ(engineAlgorithmFor(EngineOp::kAllReduce, EngineProtocol::kLL, n), expected) << n << " ranks";
+    EXPECT_EQ(engineAlgorithmFor(EngineOp::kAllReduce, EngineProtocol::kSimple, n), EngineAlgorithm::kRing);
+    EXPECT_EQ(engineAlgorithmFor(EngineOp::kBroadcast, EngineProtocol::kLL, n), EngineAlgorithm::kRing);
+  }
+  EXPECT_EQ(engineAlgorithmFor(EngineOp::kAllReduce, EngineProtocol::kLL, 4), EngineAlgorithm::kRing);
+  EXPECT_EQ(engineAlgorithmFor(EngineOp::kAllReduce, EngineProtocol::kLL, 5), EngineAlgorithm::kTree);
+  EXPECT_EQ(engineAlgorithmFor(EngineOp::kAllReduce, EngineProtocol::kLL, 8), EngineAlgorithm::kTree);
+}
+
 }  // namespace
 }  // namespace loom::kernels::cuda::engine

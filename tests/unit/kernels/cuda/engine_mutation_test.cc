@@ -18,9 +18,11 @@
 namespace loom::kernels::cuda::engine::testing {
 namespace {
 
-CollectiveCase allReduceCase(size_t count, uint64_t seed, EngineProtocol protocol = EngineProtocol::kSimple) {
+CollectiveCase allReduceCase(size_t count, uint64_t seed, EngineProtocol protocol = EngineProtocol::kSimple,
+                             EngineAlgorithm algorithm = EngineAlgorithm::kRing) {
   CollectiveCase c;
   c.protocol = protocol;
+  c.algorithm = algorithm;
   c.op = EngineOp::kAllReduce;
   c.type = DataType::kInt32;
   c.redOp = RedOp::kSum;
@@ -48,14 +50,23 @@ TEST(EngineMutation, RealProtocolPassesUnderDelays) {
   }
 }
 
-// ...and fail when the receiver reads its slot without waiting for the flag.
+// ...and fail when the receiver reads its slot without waiting for the flag,
+// on the ring and on the tree.
 TEST(EngineMutation, RemovingTheReceiversFlagWaitBreaksResults) {
-  int failures = 0;
-  for (uint64_t seed = 1; seed <= 5 && failures == 0; ++seed) {
-    setDelaySeed(seed);
-    if (!runAndCheck<NoReceiverWaitMemory>(allReduceCase(3000, seed), 4, 2).empty()) ++failures;
+  for (EngineAlgorithm algorithm : {EngineAlgorithm::kRing, EngineAlgorithm::kTree}) {
+    const int nranks = algorithm == EngineAlgorithm::kTree ? 5 : 4;
+    setDelaySeed(1);
+    EXPECT_EQ(runAndCheck<DelayingMemory>(allReduceCase(3000, 1, EngineProtocol::kSimple, algorithm), nranks, 2), "")
+        << engineAlgorithmName(algorithm) << ": the real protocol";
+    int failures = 0;
+    for (uint64_t seed = 1; seed <= 5 && failures == 0; ++seed) {
+      setDelaySeed(seed);
+      CollectiveCase c = allReduceCase(3000, seed, EngineProtocol::kSimple, algorithm);
+      if (!runAndCheck<NoReceiverWaitMemory>(c, nranks, 2).empty()) ++failures;
+    }
+    EXPECT_GT(failures, 0) << engineAlgorithmName(algorithm) << ": a protocol whose receiver does not wait still "
+                           << "passed the checks";
   }
-  EXPECT_GT(failures, 0) << "a protocol whose receiver does not wait still passed the checks";
 }
 
 // Under a memory layer that publishes plain stores only at release fences,
@@ -70,6 +81,9 @@ TEST(EngineMutation, FenceBeforeTheFlagIsNeededUnderDelayedStores) {
     EXPECT_EQ(runAndCheck<BufferedStoreMemory<true>>(c, nranks, 2), "") << "all-gather with the fence";
     EXPECT_NE(runAndCheck<BufferedStoreMemory<false>>(c, nranks, 2), "") << "all-gather without the fence";
   }
+  CollectiveCase tree = allReduceCase(2000, 5, EngineProtocol::kSimple, EngineAlgorithm::kTree);
+  EXPECT_EQ(runAndCheck<BufferedStoreMemory<true>>(tree, 5, 2), "") << "tree all-reduce with the fence";
+  EXPECT_NE(runAndCheck<BufferedStoreMemory<false>>(tree, 5, 2), "") << "tree all-reduce without the fence";
 }
 
 // LL: the same checks catch a receiver that reads its lines without
@@ -230,6 +244,10 @@ TEST(EngineFailures, InvalidCallsRunNothing) {
   EXPECT_EQ(runEngineEmulated(ranks.view(0), call), EngineStatus::kInvalidCall);
   call.channels = 0;
   call.send = nullptr;
+  EXPECT_EQ(runEngineEmulated(ranks.view(0), call), EngineStatus::kInvalidCall);
+  call = run.calls()[0];
+  call.op = EngineOp::kBroadcast;
+  call.algorithm = EngineAlgorithm::kTree;  // the tree runs all-reduce only
   EXPECT_EQ(runEngineEmulated(ranks.view(0), call), EngineStatus::kInvalidCall);
   call = run.calls()[0];
   EXPECT_EQ(runEngineEmulated(ranks.view(0), call, 0), EngineStatus::kInvalidCall);

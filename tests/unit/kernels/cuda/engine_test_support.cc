@@ -116,7 +116,9 @@ void runRankThreads(int nranks, const std::function<void(int)>& body) {
 std::string CollectiveCase::describe(int nranks) const {
   std::ostringstream os;
   os << engineOpName(op) << " " << dataTypeName(type) << " " << redOpName(redOp) << " nranks=" << nranks
-     << " channels=" << channels << " protocol=" << engineProtocolName(protocol) << " count=" << count << (inPlace ? " in-place" : " out-of-place")
+     << " channels=" << channels << " protocol=" << engineProtocolName(protocol)
+     << " algorithm=" << engineAlgorithmName(algorithm) << " count=" << count
+     << (inPlace ? " in-place" : " out-of-place")
      << " root=" << root << " misalign=" << misalign << " post=" << static_cast<int>(post) << " seed=" << seed;
   return os.str();
 }
@@ -180,6 +182,7 @@ CollectiveRun::CollectiveRun(const CollectiveCase& c, int nranks) : c_(c), n_(nr
     call.root = c.root;
     call.channels = c.channels;
     call.protocol = c.protocol;
+    call.algorithm = c.algorithm;
     call.timeoutNs = 60'000'000'000ull;  // a protocol bug fails the test instead of hanging it
     // NCCL's meaning: broadcast reads send only at the root, reduce writes recv only there.
     if (!inPlace && c.op == EngineOp::kBroadcast && r != c.root) call.send = nullptr;

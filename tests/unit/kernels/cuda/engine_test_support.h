@@ -129,6 +129,7 @@ struct CollectiveCase {
   bool inPlace = false;
   int channels = 0;
   EngineProtocol protocol = EngineProtocol::kSimple;
+  EngineAlgorithm algorithm = EngineAlgorithm::kRing;  // kTree: all-reduce only
   size_t misalign = 0;  // elements the user buffers start past a 16-byte boundary
   // Input values: small integers (exact in every type, so every reduction
   // order gives the same result) or random bit patterns (NaNs, huge values).
