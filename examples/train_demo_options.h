@@ -23,7 +23,10 @@ struct DemoOptions {
   std::string schedule = "cosine";  // cosine (to 0 over the run) | constant
   std::vector<size_t> hidden = {256, 256};
   ddp::Activation activation = ddp::Activation::kRelu;
-  int zero = 0;  // 0: DDP + replicated optimizer; 1, 2: ZeRO stage
+  int zero = 0;  // 0: DDP + replicated optimizer; 1, 2: ZeRO stage; 3: fully sharded
+  int tp = 1;    // tensor-parallel group size
+  int pp = 1;    // pipeline stages
+  size_t microBatches = 4;  // per pipeline step (--pp)
   double bucketCapMb = 25.0;
   bool overlap = true;
   ddp::CommHook hook = ddp::CommHook::kNone;

@@ -1,0 +1,118 @@
+// PP x DP: each pipeline (ProcessMesh's pp group) runs the MLP's layers in
+// stages with the 1F1B schedule over --micro-batches; DDP (+ ZeRO-1/2) over
+// the data-parallel group of ranks holding the same stage. The epoch line
+// gives the measured bubble (idle share of the schedule's wall time, over
+// all stages) next to (P-1)/(M+P-1).
+#include <cstdio>
+#include <memory>
+#include <stdexcept>
+
+#include "ddp/parallel/pipeline_mlp_stage.h"
+#include "ddp/parallel/pipeline_schedule.h"
+#include "ddp/parallel/process_mesh.h"
+#include "examples/demo_data_parallel.h"
+#include "examples/demo_model.h"
+
+namespace loom::demo {
+namespace {
+
+class PipelineModel : public DemoModel {
+ public:
+  PipelineModel(const DemoOptions& o, loomComm_t world, const std::vector<size_t>& layers, ddp::MeshShape shape)
+      : o_(o), layers_(layers), mesh_(world, shape) {
+    stage_ = std::make_unique<ddp::PipelineMlpStage>(store_, ddp::MlpOptions{layers, o.activation}, mesh_.coords().pp,
+                                                     shape.pp);
+    store_.finalize();
+    stage_->initialize(o.seed);
+    optimizer_ = std::make_unique<DataParallelOptimizer>(o, mesh_.dp(), store_);
+  }
+
+  int dataParallelSize() const override { return mesh_.shape().dp; }
+  int dataParallelRank() const override { return mesh_.coords().dp; }
+
+  StepTally trainStep(std::span<const float> images, std::span<const uint8_t> labels, size_t batch, float lr) override {
+    begin(images, labels, batch, o_.microBatches, true);
+    const ddp::PipelineTiming t = ddp::runOneForwardOneBackward(mesh_.pp(), o_.microBatches, *stage_);
+    wallSeconds_ += t.wallSeconds;
+    computeSeconds_ += t.computeSeconds;
+    optimizer_->finishGradientSync();
+    optimizer_->step(lr);
+    StepTally tally;
+    if (stage_->lastStage()) tally = {stage_->lossSum(), static_cast<double>(stage_->correct()), static_cast<double>(batch)};
+    return tally;
+  }
+
+  double evaluate(std::span<const float> images, std::span<const uint8_t> labels, size_t batch) override {
+    const size_t m = std::min(o_.microBatches, batch);
+    begin(images, labels, batch, m, false);
+    ddp::runForwardOnly(mesh_.pp(), m, *stage_);
+    return stage_->lastStage() ? static_cast<double>(stage_->correct()) : 0.0;
+  }
+
+  std::vector<float> fullParameters() override {
+    // Every stage broadcasts its layers over the pipeline group in turn.
+    std::vector<float> full;
+    for (int p = 0; p < mesh_.shape().pp; ++p) {
+      const ddp::StageLayers r = ddp::stageLayers(layers_.size() - 1, p, mesh_.shape().pp);
+      size_t count = 0;
+      for (size_t i = r.first; i < r.last; ++i) count += layers_[i + 1] * layers_[i] + layers_[i + 1];
+      const size_t at = full.size();
+      full.resize(at + count);
+      if (p == mesh_.coords().pp) std::copy(store_.values().begin(), store_.values().end(), full.begin() + at);
+      const loomResult_t res = loomBroadcast(full.data() + at, full.data() + at, count, loomFloat32, p, mesh_.pp(), nullptr);
+      if (res != loomSuccess) throw std::runtime_error(std::string("broadcast of a stage's parameters failed: ") + loomGetLastError(mesh_.pp()));
+    }
+    return full;
+  }
+  void loadFullParameters(std::span<const float>) override { unsupported(); }
+  std::vector<float> saveOptimizerState() override { unsupported(); }
+  void loadOptimizerState(std::span<const float>) override { unsupported(); }
+  bool supportsCheckpoints() const override { return false; }
+  size_t optimizerStateBytes() const override { return optimizer_->stateBytes(); }
+  size_t modelBytes() const override { return 2 * store_.totalSize() * sizeof(float) + optimizer_->stateBytes(); }
+  std::string describe() const override {
+    char text[120];
+    std::snprintf(text, sizeof(text), " (1F1B, %zu micro-batches), ", o_.microBatches);
+    return mesh_.shape().text() + text + optimizer_->describe();
+  }
+
+  std::string epochSummary() override {
+    double sums[2] = {wallSeconds_, computeSeconds_};
+    const loomResult_t r = loomAllReduce(sums, sums, 2, loomFloat64, loomSum, mesh_.world(), nullptr);
+    if (r != loomSuccess) throw std::runtime_error(std::string("bubble statistics: ") + loomGetLastError(mesh_.world()));
+    const double measured = sums[0] > 0 ? 1.0 - sums[1] / sums[0] : 0.0;
+    char text[200];
+    std::snprintf(text, sizeof(text), "pipeline bubble %.1f%% measured vs %.1f%% = (P-1)/(M+P-1); data-parallel ",
+                  100.0 * measured, 100.0 * ddp::theoreticalBubble(mesh_.shape().pp, o_.microBatches));
+    return text + optimizer_->commSummary();
+  }
+  void resetStats() override {
+    wallSeconds_ = computeSeconds_ = 0;
+    optimizer_->resetStats();
+  }
+
+ private:
+  void begin(std::span<const float> images, std::span<const uint8_t> labels, size_t batch, size_t m, bool train) {
+    stage_->beginStep(stage_->firstStage() ? images : std::span<const float>(),
+                      stage_->lastStage() ? labels : std::span<const uint8_t>(), batch, m, train);
+  }
+  [[noreturn]] static void unsupported() { throw std::logic_error("checkpoints of pipeline layouts are not supported"); }
+
+  const DemoOptions& o_;
+  std::vector<size_t> layers_;
+  ddp::ProcessMesh mesh_;
+  ddp::ParameterStore store_;
+  std::unique_ptr<ddp::PipelineMlpStage> stage_;
+  std::unique_ptr<DataParallelOptimizer> optimizer_;
+  double wallSeconds_ = 0, computeSeconds_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<DemoModel> makePipelineModel(const DemoOptions& o, loomComm_t world, const std::vector<size_t>& layers) {
+  int size = 0;
+  loomCommCount(world, &size);
+  return std::make_unique<PipelineModel>(o, world, layers, ddp::MeshShape{size / o.pp, 1, o.pp});
+}
+
+}  // namespace loom::demo
