@@ -1,6 +1,6 @@
 // ZeRO-3 (FullyShardedMlp) against DDP + the unsharded optimizer on the same
-// ranks, data and initial parameters. This binary runs with
-// LOOM_DETERMINISTIC=1 (CMakeLists.txt), where the reduce-scatter and DDP's
+// ranks, data and initial parameters. This binary sets LOOM_DETERMINISTIC=1
+// before any communicator exists (main below), where the reduce-scatter and DDP's
 // all-reduce fold the ranks in one order, so the two must agree bit for bit:
 // the parameters after every step, the per-step losses, and the full
 // optimizer state (also checking saveState's layout is the unsharded one).
@@ -8,6 +8,7 @@
 // and, under loomrun, as processes.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 
@@ -170,3 +171,11 @@ TEST(ProcessFullySharded, BitIdenticalToDdp) {
 
 }  // namespace
 }  // namespace loom::ddp
+
+int main(int argc, char** argv) {
+  // The bit-for-bit comparison needs the deterministic reduction order; set
+  // here so that running the binary by hand checks the same thing as ctest.
+  setenv("LOOM_DETERMINISTIC", "1", 1);
+  ::testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}
