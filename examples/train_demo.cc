@@ -2,12 +2,14 @@
 //
 //   loomrun -n 4 train_demo [options]     (options: train_demo --help)
 //
-// Every rank loads the data set, builds the same model (rank 0's initial
-// parameters are broadcast), trains on its DistributedSampler shard of each
-// global batch, and keeps its replica identical through averaged gradients
-// (DDP) or sharded optimizer steps (ZeRO). Rank 0 prints one line per epoch:
-// train loss and accuracy, test accuracy, throughput and the share of
-// gradient communication hidden behind backward.
+// Every rank loads the data set and builds the model in the layout the
+// options ask for (demo_model.h): replicas kept identical by averaged
+// gradients (DDP) or sharded optimizer steps (ZeRO-1/2), fully sharded
+// (ZeRO-3), tensor-parallel (--tp) or pipelined (--pp) within each
+// data-parallel replica. Each replica trains on its DistributedSampler shard
+// of every global batch. Rank 0 prints one line per epoch:
+// train loss and accuracy, test accuracy, throughput and the layout's
+// communication figures (DDP's hidden share, the pipeline bubble).
 //
 // Checkpoints (--checkpoint-dir): every K steps rank 0 atomically writes the
 // step, the sampler position (epoch, batch within it), the parameters and the
