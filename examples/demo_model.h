@@ -6,7 +6,7 @@
 //   demo_replicated_model.cc  DDP (+ ZeRO-1/2) over the world: every rank a replica
 //   demo_sharded_model.cc     ZeRO-3: FullyShardedMlp over the world
 //   demo_tensor_model.cc      TP x DP: TensorParallelMlp, DDP (+ ZeRO-1/2) over the DP group
-//   demo_pipeline_model.cc    PP x DP: 1F1B stages, DDP (+ ZeRO-1/2) over the DP group
+//   demo_pipeline_model.cc    PP x TP x DP: 1F1B stages (tensor-parallel with --tp), DDP (+ ZeRO-1/2) over the DP group
 // Calls marked collective must be made by every rank of the world in order.
 #pragma once
 

@@ -1,6 +1,7 @@
-// PP x DP: each pipeline (ProcessMesh's pp group) runs the MLP's layers in
-// stages with the 1F1B schedule over --micro-batches; DDP (+ ZeRO-1/2) over
-// the data-parallel group of ranks holding the same stage. The epoch line
+// PP x TP x DP: each pipeline (ProcessMesh's pp group) runs the MLP's
+// layers in stages with the 1F1B schedule over --micro-batches, each stage
+// tensor-parallel over the TP group when --tp > 1; DDP (+ ZeRO-1/2) over
+// the data-parallel group of ranks holding the same shard of the same stage. The epoch line
 // gives the measured bubble (idle share of the schedule's wall time, over
 // all stages) next to (P-1)/(M+P-1).
 #include <cstdio>
@@ -21,7 +22,7 @@ class PipelineModel : public DemoModel {
   PipelineModel(const DemoOptions& o, loomComm_t world, const std::vector<size_t>& layers, ddp::MeshShape shape)
       : o_(o), layers_(layers), mesh_(world, shape) {
     stage_ = std::make_unique<ddp::PipelineMlpStage>(store_, ddp::MlpOptions{layers, o.activation}, mesh_.coords().pp,
-                                                     shape.pp);
+                                                     shape.pp, mesh_.tp());
     store_.finalize();
     stage_->initialize(o.seed);
     optimizer_ = std::make_unique<DataParallelOptimizer>(o, mesh_.dp(), store_);
@@ -38,7 +39,7 @@ class PipelineModel : public DemoModel {
     optimizer_->finishGradientSync();
     optimizer_->step(lr);
     StepTally tally;
-    if (stage_->lastStage()) tally = {stage_->lossSum(), static_cast<double>(stage_->correct()), static_cast<double>(batch)};
+    if (reports()) tally = {stage_->lossSum(), static_cast<double>(stage_->correct()), static_cast<double>(batch)};
     return tally;
   }
 
@@ -46,19 +47,21 @@ class PipelineModel : public DemoModel {
     const size_t m = std::min(o_.microBatches, batch);
     begin(images, labels, batch, m, false);
     ddp::runForwardOnly(mesh_.pp(), m, *stage_);
-    return stage_->lastStage() ? static_cast<double>(stage_->correct()) : 0.0;
+    return reports() ? static_cast<double>(stage_->correct()) : 0.0;
   }
 
   std::vector<float> fullParameters() override {
-    // Every stage broadcasts its layers over the pipeline group in turn.
+    // Each stage gathers its layers over its TP group, then every stage
+    // broadcasts them over the pipeline group in turn.
+    const std::vector<float> mine = stage_->fullStageParameters();
     std::vector<float> full;
     for (int p = 0; p < mesh_.shape().pp; ++p) {
-      const ddp::StageLayers r = ddp::stageLayers(layers_.size() - 1, p, mesh_.shape().pp);
+      const ddp::StageLayers r = ddp::stageLayers(layers_.size() - 1, p, mesh_.shape().pp, mesh_.shape().tp > 1);
       size_t count = 0;
       for (size_t i = r.first; i < r.last; ++i) count += layers_[i + 1] * layers_[i] + layers_[i + 1];
       const size_t at = full.size();
       full.resize(at + count);
-      if (p == mesh_.coords().pp) std::copy(store_.values().begin(), store_.values().end(), full.begin() + at);
+      if (p == mesh_.coords().pp) std::copy(mine.begin(), mine.end(), full.begin() + at);
       const loomResult_t res = loomBroadcast(full.data() + at, full.data() + at, count, loomFloat32, p, mesh_.pp(), nullptr);
       if (res != loomSuccess) throw std::runtime_error(std::string("broadcast of a stage's parameters failed: ") + loomGetLastError(mesh_.pp()));
     }
@@ -92,6 +95,8 @@ class PipelineModel : public DemoModel {
   }
 
  private:
+  // One rank per replica counts the samples: the last stage's TP rank 0.
+  bool reports() const { return stage_->lastStage() && mesh_.coords().tp == 0; }
   void begin(std::span<const float> images, std::span<const uint8_t> labels, size_t batch, size_t m, bool train) {
     stage_->beginStep(stage_->firstStage() ? images : std::span<const float>(),
                       stage_->lastStage() ? labels : std::span<const uint8_t>(), batch, m, train);
@@ -112,7 +117,7 @@ class PipelineModel : public DemoModel {
 std::unique_ptr<DemoModel> makePipelineModel(const DemoOptions& o, loomComm_t world, const std::vector<size_t>& layers) {
   int size = 0;
   loomCommCount(world, &size);
-  return std::make_unique<PipelineModel>(o, world, layers, ddp::MeshShape{size / o.pp, 1, o.pp});
+  return std::make_unique<PipelineModel>(o, world, layers, ddp::MeshShape{size / (o.tp * o.pp), o.tp, o.pp});
 }
 
 }  // namespace loom::demo

@@ -17,6 +17,12 @@
 // those of the mean loss over the whole batch, as Mlp's. Each parameter is
 // marked ready (ParameterStore::markGradReady, DDP's hook) once, after the
 // last micro-batch's backward. Not thread-safe.
+//
+// With a tensor-parallel group of T > 1 ranks (each stage's layers split as
+// TensorParallelMlp splits the whole MLP: column/row pairs, the classifier
+// replicated) stage boundaries fall between pairs, so every activation
+// crossing stages is whole and each TP rank exchanges with the same TP rank
+// of the neighbouring stages (the pipeline group of ProcessMesh).
 #pragma once
 
 #include <cstddef>
@@ -28,21 +34,26 @@
 #include "ddp/model/dense.h"
 #include "ddp/model/mlp.h"
 #include "ddp/parallel/pipeline_schedule.h"
+#include "ddp/parallel/tensor_parallel_dense.h"
 #include "ddp/parameter_store.h"
 
 namespace loom::ddp {
 
 // Layers [first, last) of stage `stage` for an MLP of `layers` Dense layers.
+// pairs: split between column/row pairs only (units of 2 hidden layers and
+// the classifier), as tensor parallelism needs.
 struct StageLayers {
   size_t first = 0, last = 0;
 };
-StageLayers stageLayers(size_t layers, int stage, int stages);
+StageLayers stageLayers(size_t layers, int stage, int stages, bool pairs = false);
 
 class PipelineMlpStage : public PipelineCompute {
  public:
   // Registers this stage's parameters in `store` (not finalized yet; it must
   // outlive the stage). std::invalid_argument if there are more stages than layers.
-  PipelineMlpStage(ParameterStore& store, MlpOptions options, int stage, int stages);
+  // tensorParallel: NULL, or the TP group this stage's layers are split over.
+  PipelineMlpStage(ParameterStore& store, MlpOptions options, int stage, int stages,
+                   loomComm_t tensorParallel = nullptr);
 
   // After store.finalize(): the values Mlp::initialize(seed) gives these layers.
   void initialize(uint64_t seed);
@@ -64,6 +75,10 @@ class PipelineMlpStage : public PipelineCompute {
   double lossSum() const { return lossSum_; }
   size_t correct() const { return correct_; }
 
+  // This stage's layers, unsharded, in Mlp's layout (all-gathers over the TP
+  // group: collective there).
+  std::vector<float> fullStageParameters();
+
   bool firstStage() const { return stage_ == 0; }
   bool lastStage() const { return stage_ + 1 == stages_; }
   StageLayers layers() const { return range_; }
@@ -74,15 +89,20 @@ class PipelineMlpStage : public PipelineCompute {
     std::vector<std::vector<float>> pre, post;  // per local layer
     std::vector<float> gradOutput, gradScratch[2];
   };
+  enum class Kind { kDense, kColumn, kRow };  // kDense: whole (no TP, or the replicated classifier)
   size_t rowsOf(size_t m) const;
   size_t firstRowOf(size_t m) const;
-  DenseShape shapeOf(size_t local, size_t rows) const;
+  DenseShape fullShapeOf(size_t local, size_t rows) const;
+  size_t inLocal(size_t local) const;   // input width this rank sees
+  size_t outLocal(size_t local) const;  // output width this rank produces
 
   ParameterStore& store_;
   MlpOptions options_;
   int stage_, stages_;
   StageLayers range_;
   std::vector<size_t> weight_, bias_;  // parameter indices per local layer
+  std::vector<Kind> kind_;
+  TensorParallelGroup tp_;
 
   std::span<const float> images_;
   std::span<const uint8_t> labels_;

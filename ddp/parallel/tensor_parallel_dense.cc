@@ -66,6 +66,31 @@ std::vector<float> rowParallelWeight(std::span<const float> fullWeight, DenseSha
   return w;
 }
 
+std::vector<float> gatherColumnParallel(std::span<const float> local, const TensorParallelGroup& tp) {
+  std::vector<float> all(local.size() * static_cast<size_t>(tp.size));
+  if (tp.size == 1) {
+    std::copy(local.begin(), local.end(), all.begin());
+    return all;
+  }
+  const loomResult_t r = loomAllGather(local.data(), all.data(), local.size(), loomFloat32, tp.comm, nullptr);
+  if (r != loomSuccess) {
+    throw std::runtime_error("gathering tensor-parallel shards: all-gather failed on tensor-parallel rank " +
+                             std::to_string(tp.rank) + ": " + loomGetErrorString(r) + ": " + loomGetLastError(tp.comm));
+  }
+  return all;
+}
+
+std::vector<float> gatherRowParallelWeight(std::span<const float> weightLocal, DenseShape full,
+                                           const TensorParallelGroup& tp) {
+  const std::vector<float> parts = gatherColumnParallel(weightLocal, tp);  // rank after rank, each out x in/T
+  const size_t inLocal = rowParallelShape(full, tp.size).in;
+  std::vector<float> w(full.out * full.in);
+  for (int t = 0; t < tp.size; ++t)
+    for (size_t o = 0; o < full.out; ++o)
+      std::copy_n(parts.begin() + t * full.out * inLocal + o * inLocal, inLocal, w.begin() + o * full.in + t * inLocal);
+  return w;
+}
+
 void columnParallelForward(DenseShape full, const TensorParallelGroup& tp, std::span<const float> x,
                            std::span<const float> weightLocal, std::span<const float> biasLocal, std::span<float> yLocal) {
   denseForward(columnParallelShape(full, tp.size), x, weightLocal, biasLocal, yLocal);

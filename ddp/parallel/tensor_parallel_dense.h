@@ -49,6 +49,12 @@ std::vector<float> columnParallelWeight(std::span<const float> fullWeight, Dense
 std::vector<float> columnParallelBias(std::span<const float> fullBias, DenseShape full, int tpRank, int tpSize);
 std::vector<float> rowParallelWeight(std::span<const float> fullWeight, DenseShape full, int tpRank, int tpSize);
 
+// The unsharded parameters from every rank's shard (all-gather in the group;
+// collective): the inverses of the three functions above.
+std::vector<float> gatherColumnParallel(std::span<const float> local, const TensorParallelGroup& tp);  // weight rows or bias
+std::vector<float> gatherRowParallelWeight(std::span<const float> weightLocal, DenseShape full,
+                                           const TensorParallelGroup& tp);
+
 // yLocal: batch x out/T.
 void columnParallelForward(DenseShape full, const TensorParallelGroup& tp, std::span<const float> x,
                            std::span<const float> weightLocal, std::span<const float> biasLocal, std::span<float> yLocal);

@@ -140,38 +140,17 @@ void TensorParallelMlp::backward() {
 
 std::vector<float> TensorParallelMlp::fullParameters() {
   std::vector<float> full;
-  std::vector<float> gathered;
-  auto gather = [&](std::span<const float> mine) {
-    gathered.resize(mine.size() * tp_.size);
-    if (tp_.size == 1) {
-      std::copy(mine.begin(), mine.end(), gathered.begin());
-      return;
-    }
-    const loomResult_t r = loomAllGather(mine.data(), gathered.data(), mine.size(), loomFloat32, tp_.comm, nullptr);
-    if (r != loomSuccess)
-      throw std::runtime_error("TensorParallelMlp::fullParameters: all-gather failed on tensor-parallel rank " +
-                               std::to_string(tp_.rank) + ": " + loomGetLastError(tp_.comm));
-  };
   for (const Layer& l : layers_) {
     std::span<const float> w = store_.value(l.weight), b = store_.value(l.bias);
-    if (l.kind == Kind::kColumn) {  // rows of W and b, in rank order
-      gather(w);
-      full.insert(full.end(), gathered.begin(), gathered.end());
-      gather(b);
-      full.insert(full.end(), gathered.begin(), gathered.end());
-    } else if (l.kind == Kind::kRow) {  // columns of W: interleave the ranks' rows
-      gather(w);
-      const size_t inLocal = l.full.in / tp_.size;
-      for (size_t o = 0; o < l.full.out; ++o)
-        for (int t = 0; t < tp_.size; ++t) {
-          const float* part = gathered.data() + t * (l.full.out * inLocal) + o * inLocal;
-          full.insert(full.end(), part, part + inLocal);
-        }
-      full.insert(full.end(), b.begin(), b.end());
-    } else {
-      full.insert(full.end(), w.begin(), w.end());
-      full.insert(full.end(), b.begin(), b.end());
+    std::vector<float> fw(w.begin(), w.end()), fb(b.begin(), b.end());
+    if (l.kind == Kind::kColumn) {
+      fw = gatherColumnParallel(w, tp_);
+      fb = gatherColumnParallel(b, tp_);
+    } else if (l.kind == Kind::kRow) {
+      fw = gatherRowParallelWeight(w, l.full, tp_);
     }
+    full.insert(full.end(), fw.begin(), fw.end());
+    full.insert(full.end(), fb.begin(), fb.end());
   }
   return full;
 }

@@ -10,7 +10,10 @@
 #include <cmath>
 #include <mutex>
 
+#include "ddp/distributed/distributed_data_parallel.h"
 #include "ddp/model/mlp.h"
+#include "ddp/optimizer.h"
+#include "ddp/parallel/process_mesh.h"
 #include "ddp/parallel/pipeline_mlp_stage.h"
 #include "ddp/parallel/pipeline_schedule.h"
 #include "tests/unit/ddp/distributed/grad_patterns.h"
@@ -62,6 +65,12 @@ TEST(StageLayers, SplitsEvenlyEarlierStagesTakeTheExtra) {
   EXPECT_EQ(stageLayers(5, 1, 2).first, 3u);
   EXPECT_EQ(stageLayers(5, 1, 2).last, 5u);
   EXPECT_THROW(stageLayers(3, 0, 4), std::invalid_argument);
+  // Column/row pairs stay together: 5 layers = 2 pairs + the classifier.
+  EXPECT_EQ(stageLayers(5, 0, 2, true).last, 4u);
+  EXPECT_EQ(stageLayers(5, 1, 2, true).first, 4u);
+  EXPECT_EQ(stageLayers(5, 1, 2, true).last, 5u);
+  EXPECT_EQ(stageLayers(3, 1, 2, true).first, 2u);
+  EXPECT_THROW(stageLayers(4, 0, 2, true), std::invalid_argument);
 }
 
 const MlpOptions kModel{{12, 20, 16, 12, 4}, Activation::kGelu};  // 4 layers
@@ -134,6 +143,72 @@ INSTANTIATE_TEST_SUITE_P(Shapes, Pipeline,
                          ::testing::Values(std::make_tuple(1, size_t{4}), std::make_tuple(2, size_t{1}),
                                            std::make_tuple(2, size_t{4}), std::make_tuple(3, size_t{5}),
                                            std::make_tuple(4, size_t{4}), std::make_tuple(4, size_t{16})));
+
+// The hybrid mesh: DP x TP x PP ranks (threads), the pipeline's stages
+// tensor-parallel and DDP over the data-parallel group, two SGD steps on a
+// global batch that the DP replicas split; the gathered parameters equal
+// the unsplit Mlp's after the same steps on the whole batch (within 1e-5
+// relative to the largest parameter).
+void checkMesh(const RankContext& w, MeshShape shape) {
+  const MlpOptions model{{12, 16, 8, 12, 8, 4}, Activation::kGelu};  // 2 column/row pairs + classifier
+  constexpr size_t kGlobal = 16;
+  constexpr uint64_t kMeshSeed = 5;
+  auto batchOf = [&](int step, std::vector<float>* x, std::vector<uint8_t>* y) {
+    x->resize(kGlobal * model.layers.front());
+    for (size_t i = 0; i < x->size(); ++i) (*x)[i] = 2.0f * gradPattern(40, step, i);
+    y->resize(kGlobal);
+    for (size_t b = 0; b < kGlobal; ++b) (*y)[b] = static_cast<uint8_t>((b * 3 + step) % model.layers.back());
+  };
+  ParameterStore refStore;
+  Mlp ref(refStore, model);
+  refStore.finalize();
+  ref.initialize(kMeshSeed);
+  auto refSgd = makeSgd({.lr = 0.2f, .momentum = 0.9f});
+  std::vector<float> x;
+  std::vector<uint8_t> y;
+  for (int step = 0; step < 2; ++step) {
+    batchOf(step, &x, &y);
+    refStore.zeroGrads();
+    ref.forward(x, kGlobal);
+    ref.loss(y);
+    ref.backward();
+    refSgd->step(refStore.values(), refStore.grads());
+  }
+
+  ProcessMesh mesh(w.comm, shape);
+  ParameterStore store;
+  PipelineMlpStage stage(store, model, mesh.coords().pp, shape.pp, mesh.tp());
+  store.finalize();
+  stage.initialize(kMeshSeed);
+  DistributedDataParallel ddp(mesh.dp(), store);
+  auto sgd = makeSgd({.lr = 0.2f, .momentum = 0.9f});
+  const size_t local = kGlobal / shape.dp, width = model.layers.front();
+  for (int step = 0; step < 2; ++step) {
+    batchOf(step, &x, &y);
+    const size_t first = mesh.coords().dp * local;
+    stage.beginStep(stage.firstStage() ? std::span<const float>(x).subspan(first * width, local * width) : std::span<const float>(),
+                    stage.lastStage() ? std::span<const uint8_t>(y).subspan(first, local) : std::span<const uint8_t>(),
+                    local, 4, true);
+    runOneForwardOneBackward(mesh.pp(), 4, stage);
+    ddp.finishGradientSync();
+    sgd->step(store.values(), store.grads());
+  }
+  const std::vector<float> got = stage.fullStageParameters();
+  const size_t offset = refStore.info(2 * stage.layers().first).offset;
+  double scale = 0, worst = 0;
+  for (float v : refStore.values()) scale = std::max(scale, std::fabs(static_cast<double>(v)));
+  for (size_t i = 0; i < got.size(); ++i)
+    worst = std::max(worst, std::fabs(static_cast<double>(got[i]) - refStore.values()[offset + i]));
+  EXPECT_LE(worst, 1e-5 * scale) << "rank " << w.rank << " (" << shape.text() << ", stage " << mesh.coords().pp << ")";
+}
+
+TEST(HybridMesh, TensorParallelTimesPipelineFourRanks) {
+  testing::runThreads(4, [](const RankContext& w) { checkMesh(w, {.dp = 1, .tp = 2, .pp = 2}); });
+}
+
+TEST(HybridMesh, DataTimesTensorTimesPipelineEightRanks) {
+  testing::runThreads(8, [](const RankContext& w) { checkMesh(w, {.dp = 2, .tp = 2, .pp = 2}); });
+}
 
 }  // namespace
 }  // namespace loom::ddp
