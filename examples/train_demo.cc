@@ -296,7 +296,8 @@ class Trainer {
     std::string path = ckpts_->pathForStep(static_cast<uint64_t>(step));
     CheckpointState c = ddp::readCheckpointFile(path);
     std::string expected = o_.trajectoryKey(job_.size);
-    if (c.config != expected) {
+    int writtenBy = 0;
+    if (!sameTrajectory(c.config, expected, &writtenBy)) {
       throw std::runtime_error(path + ": written by a run configured as '" + c.config + "', this run is '" +
                                expected + "'; use another --checkpoint-dir");
     }
@@ -310,6 +311,10 @@ class Trainer {
     model_->loadFullParameters(c.parameters);
     model_->loadOptimizerState(c.optimizerState);
     pos_ = {c.step, c.epoch, c.stepInEpoch};
+    if (job_.rank == 0 && writtenBy != 0 && writtenBy != job_.size) {
+      std::printf("train_demo: the checkpoint was written by %d ranks; continuing on %d (sampler and shards re-partitioned)\n",
+                  writtenBy, job_.size);
+    }
     if (job_.rank == 0) {
       std::printf("train_demo: resumed from %s: step %llu, epoch %llu, batch %llu (attempt %d)\n", path.c_str(),
                   static_cast<unsigned long long>(c.step), static_cast<unsigned long long>(c.epoch + 1),

@@ -66,6 +66,18 @@ std::string DemoOptions::trajectoryKey(int worldSize) const {
   return key.str();
 }
 
+bool sameTrajectory(const std::string& a, const std::string& b, int* worldOfA) {
+  auto strip = [](std::string key, int* world) {
+    const size_t at = key.find(" world=");
+    if (world) *world = 0;
+    if (at == std::string::npos) return key;
+    const size_t end = key.find(' ', at + 1);
+    if (world) *world = std::atoi(key.c_str() + at + 7);
+    return key.erase(at, (end == std::string::npos ? key.size() : end) - at);
+  };
+  return strip(a, worldOfA) == strip(b, nullptr);
+}
+
 DemoOptions parseDemoOptions(int argc, char** argv) {
   DemoOptions o;
   for (int i = 1; i < argc; ++i) {
