@@ -83,10 +83,17 @@ class PipelineModel : public DemoModel {
     double sums[2] = {wallSeconds_, computeSeconds_};
     const loomResult_t r = loomAllReduce(sums, sums, 2, loomFloat64, loomSum, mesh_.world(), nullptr);
     if (r != loomSuccess) throw std::runtime_error(std::string("bubble statistics: ") + loomGetLastError(mesh_.world()));
+    // The range over stages shows imbalance: the formula assumes equal stages.
+    double mine = wallSeconds_ > 0 ? 1.0 - computeSeconds_ / wallSeconds_ : 0.0, low = mine, high = mine;
+    if (loomAllReduce(&low, &low, 1, loomFloat64, loomMin, mesh_.world(), nullptr) != loomSuccess ||
+        loomAllReduce(&high, &high, 1, loomFloat64, loomMax, mesh_.world(), nullptr) != loomSuccess)
+      throw std::runtime_error(std::string("bubble statistics: ") + loomGetLastError(mesh_.world()));
     const double measured = sums[0] > 0 ? 1.0 - sums[1] / sums[0] : 0.0;
-    char text[200];
-    std::snprintf(text, sizeof(text), "pipeline bubble %.1f%% measured vs %.1f%% = (P-1)/(M+P-1); data-parallel ",
-                  100.0 * measured, 100.0 * ddp::theoreticalBubble(mesh_.shape().pp, o_.microBatches));
+    char text[240];
+    std::snprintf(text, sizeof(text),
+                  "pipeline bubble %.1f%% measured (stages %.0f%%..%.0f%%) vs %.1f%% = (P-1)/(M+P-1); data-parallel ",
+                  100.0 * measured, 100.0 * low, 100.0 * high,
+                  100.0 * ddp::theoreticalBubble(mesh_.shape().pp, o_.microBatches));
     return text + optimizer_->commSummary();
   }
   void resetStats() override {
