@@ -210,5 +210,13 @@ TEST(HybridMesh, DataTimesTensorTimesPipelineEightRanks) {
   testing::runThreads(8, [](const RankContext& w) { checkMesh(w, {.dp = 2, .tp = 2, .pp = 2}); });
 }
 
+// The same with ranks as processes (ctest: loomrun -n 4): TP2 x PP2.
+TEST(ProcessHybridMesh, TensorParallelTimesPipeline) {
+  testing::runProcess([](const RankContext& w) {
+    if (w.nranks != 4) GTEST_SKIP() << "needs 4 ranks, got " << w.nranks;
+    checkMesh(w, {.dp = 1, .tp = 2, .pp = 2});
+  });
+}
+
 }  // namespace
 }  // namespace loom::ddp

@@ -35,16 +35,16 @@ void checkMesh(const RankContext& w, MeshShape shape) {
   EXPECT_EQ(membersOf(mesh.pp(), w.rank), pp) << "pipeline group of rank " << w.rank;
 }
 
-TEST(ProcessMesh, EightRanksTwoByTwoByTwo) {
+TEST(MeshLayout, EightRanksTwoByTwoByTwo) {
   testing::runThreads(8, [](const RankContext& w) { checkMesh(w, {.dp = 2, .tp = 2, .pp = 2}); });
 }
 
-TEST(ProcessMesh, FourRanksInEveryTwoByTwoLayout) {
+TEST(MeshLayout, FourRanksInEveryTwoByTwoLayout) {
   for (MeshShape s : {MeshShape{2, 2, 1}, MeshShape{2, 1, 2}, MeshShape{1, 2, 2}, MeshShape{4, 1, 1}})
     testing::runThreads(4, [s](const RankContext& w) { checkMesh(w, s); });
 }
 
-TEST(ProcessMesh, WrongSizeIsRejectedNamingBoth) {
+TEST(MeshLayout, WrongSizeIsRejectedNamingBoth) {
   testing::runThreads(2, [](const RankContext& w) {
     try {
       ProcessMesh mesh(w.comm, {.dp = 2, .tp = 2, .pp = 1});
