@@ -2,12 +2,14 @@
 //
 //   loomrun -n 4 train_demo [options]     (options: train_demo --help)
 //
-// Every rank loads the data set, builds the same model (rank 0's initial
-// parameters are broadcast), trains on its DistributedSampler shard of each
-// global batch, and keeps its replica identical through averaged gradients
-// (DDP) or sharded optimizer steps (ZeRO). Rank 0 prints one line per epoch:
-// train loss and accuracy, test accuracy, throughput and the share of
-// gradient communication hidden behind backward.
+// Every rank loads the data set and builds the model in the layout the
+// options ask for (demo_model.h): replicas kept identical by averaged
+// gradients (DDP) or sharded optimizer steps (ZeRO-1/2), fully sharded
+// (ZeRO-3), tensor-parallel (--tp) or pipelined (--pp) within each
+// data-parallel replica. Each replica trains on its DistributedSampler shard
+// of every global batch. Rank 0 prints one line per epoch:
+// train loss and accuracy, test accuracy, throughput and the layout's
+// communication figures (DDP's hidden share, the pipeline bubble).
 //
 // Checkpoints (--checkpoint-dir): every K steps rank 0 atomically writes the
 // step, the sampler position (epoch, batch within it), the parameters and the
@@ -36,12 +38,9 @@
 #include "ddp/checkpoint/checkpoint_directory.h"
 #include "ddp/data/distributed_sampler.h"
 #include "ddp/data/mnist_dataset.h"
-#include "ddp/distributed/distributed_data_parallel.h"
-#include "ddp/distributed/sharded_optimizer.h"
 #include "ddp/model/mlp.h"
-#include "ddp/optimizer.h"
-#include "ddp/parameter_store.h"
 #include "loom/loom.h"
+#include "examples/demo_model.h"
 #include "examples/train_demo_options.h"
 
 namespace loom::demo {
@@ -97,41 +96,6 @@ struct Job {
   }
 };
 
-// The optimizer, replicated (with DDP) or sharded (ZeRO).
-class OptimizerRunner {
- public:
-  OptimizerRunner(const DemoOptions& o, const Job& job, ddp::ParameterStore& store) : store_(store) {
-    std::unique_ptr<ddp::Optimizer> inner;
-    if (o.optimizer == "sgd") {
-      inner = ddp::makeSgd({.lr = o.lr, .momentum = o.momentum, .weightDecay = o.weightDecay});
-    } else {
-      inner = ddp::makeAdamW({.lr = o.lr, .weightDecay = o.weightDecay});
-    }
-    if (o.zero == 0) {
-      plain_ = std::move(inner);
-    } else {
-      sharded_ = std::make_unique<ddp::ShardedOptimizer>(job.comm, store, std::move(inner), o.zero);
-    }
-  }
-  ddp::Optimizer& inner() { return sharded_ ? sharded_->inner() : *plain_; }
-  void step() {
-    if (sharded_) sharded_->step();
-    else plain_->step(store_.values(), store_.grads());
-  }
-  // Collective with ZeRO (every rank must call it); the full state either way.
-  std::vector<float> saveState() { return sharded_ ? sharded_->saveState() : plain_->saveState(); }
-  void loadState(std::span<const float> full) {
-    if (sharded_) sharded_->loadState(full);
-    else plain_->loadState(full);
-  }
-  size_t stateBytes() const { return sharded_ ? sharded_->stateBytes() : plain_->stateBytes(); }
-
- private:
-  ddp::ParameterStore& store_;
-  std::unique_ptr<ddp::Optimizer> plain_;
-  std::unique_ptr<ddp::ShardedOptimizer> sharded_;
-};
-
 // Where training stands: the next step's epoch and batch within it.
 struct Position {
   uint64_t step = 0;  // optimizer steps done
@@ -156,30 +120,22 @@ class Trainer {
     train_ = ddp::MnistDataset::loadSplit(dir, "train");
     test_ = ddp::MnistDataset::loadSplit(dir, "t10k");
     if (o.trainLimit != 0) train_.truncate(o.trainLimit);
-    if (o.globalBatch % static_cast<size_t>(job.size) != 0) {
-      throw std::invalid_argument("--batch " + std::to_string(o.globalBatch) + " is not a multiple of the " +
-                                  std::to_string(job.size) + " ranks");
-    }
-    localBatch_ = o.globalBatch / static_cast<size_t>(job.size);
-    sampler_ = std::make_unique<ddp::DistributedSampler>(
-        ddp::SamplerOptions{train_.size(), job.size, job.rank, true, o.seed, false});
-    stepsPerEpoch_ = (sampler_->numSamples() + localBatch_ - 1) / localBatch_;
-
     std::vector<size_t> layers{train_.pixelsPerImage()};
     layers.insert(layers.end(), o.hidden.begin(), o.hidden.end());
     layers.push_back(ddp::kMnistClasses);
-    model_ = std::make_unique<ddp::Mlp>(store_, ddp::MlpOptions{layers, o.activation});
-    store_.finalize();
-    model_->initialize(o.seed);
-    if (o.zero != 2) {  // ZeRO-2 reduce-scatters the gradients itself
-      ddp::DdpOptions d;
-      d.bucketCapBytes = static_cast<size_t>(o.bucketCapMb * (1 << 20));
-      d.firstBucketCapBytes = std::min(d.firstBucketCapBytes, d.bucketCapBytes);
-      d.overlap = o.overlap;
-      d.hook = o.hook;
-      ddp_ = std::make_unique<ddp::DistributedDataParallel>(job.comm, store_, d);
+    model_ = makeDemoModel(o, job.comm, layers);
+    if (ckpts_ && !model_->supportsCheckpoints()) {
+      throw std::invalid_argument("--checkpoint-dir is supported with data parallelism and ZeRO-1/2/3, not with --tp or --pp");
     }
-    optimizer_ = std::make_unique<OptimizerRunner>(o, job, store_);
+    const size_t replicas = static_cast<size_t>(model_->dataParallelSize());
+    if (o.globalBatch % replicas != 0) {
+      throw std::invalid_argument("--batch " + std::to_string(o.globalBatch) + " is not a multiple of the " +
+                                  std::to_string(replicas) + " data-parallel replicas");
+    }
+    localBatch_ = o.globalBatch / replicas;
+    sampler_ = std::make_unique<ddp::DistributedSampler>(
+        ddp::SamplerOptions{train_.size(), model_->dataParallelSize(), model_->dataParallelRank(), true, o.seed, false});
+    stepsPerEpoch_ = (sampler_->numSamples() + localBatch_ - 1) / localBatch_;
     describe(layers);
   }
 
@@ -192,7 +148,7 @@ class Trainer {
       uint64_t firstStep = pos_.stepInEpoch;
       EpochMetrics m;
       auto start = Clock::now();
-      if (ddp_) ddp_->resetStats();
+      model_->resetStats();
       for (uint64_t s = firstStep; s < stepsPerEpoch_; ++s) {
         maybeFailOnPurpose(pos_.step + 1);
         size_t begin = s * localBatch_;
@@ -213,21 +169,17 @@ class Trainer {
   };
 
   void describe(const std::vector<size_t>& layers) {
+    size_t parameters = 0;
+    for (size_t i = 0; i + 1 < layers.size(); ++i) parameters += layers[i + 1] * layers[i] + layers[i + 1];
     if (job_.rank != 0) return;
     std::string shape;
     for (size_t i = 0; i < layers.size(); ++i) shape += (i ? "-" : "") + std::to_string(layers[i]);
     std::printf("train_demo: %d rank%s, MLP %s (%s, %zu parameters), %s lr %g (%s), global batch %zu "
-                "(%zu per rank), %zu epochs x %zu steps, %s\n",
+                "(%zu per replica), %zu epochs x %zu steps\n",
                 job_.size, job_.size == 1 ? "" : "s", shape.c_str(),
-                o_.activation == ddp::Activation::kGelu ? "GELU" : "ReLU", store_.totalSize(), o_.optimizer.c_str(),
-                o_.lr, o_.schedule.c_str(), o_.globalBatch, localBatch_, o_.epochs, stepsPerEpoch_,
-                o_.zero == 0 ? "replicated optimizer" : ("ZeRO-" + std::to_string(o_.zero)).c_str());
-    if (ddp_) {
-      std::printf("train_demo: DDP %zu bucket%s (cap %g MiB, first %g MiB), overlap %s, hook %s\n",
-                  ddp_->buckets().size(), ddp_->buckets().size() == 1 ? "" : "s", o_.bucketCapMb,
-                  std::min(o_.bucketCapMb, 1.0),
-                  o_.overlap ? "on" : "off", hookName(o_.hook));
-    }
+                o_.activation == ddp::Activation::kGelu ? "GELU" : "ReLU", parameters, o_.optimizer.c_str(),
+                o_.lr, o_.schedule.c_str(), o_.globalBatch, localBatch_, o_.epochs, stepsPerEpoch_);
+    std::printf("train_demo: layout %s\n", model_->describe().c_str());
     std::printf("train_demo: OpenBLAS core %s, 1 thread per rank\n", ddp::blasCoreName());
     std::printf("train_demo: %zu training / %zu test images, normalized with mean %.4f std %.4f\n",
                 train_.size(), test_.size(), train_.normalization().mean, train_.normalization().std);
@@ -238,35 +190,33 @@ class Trainer {
     images_.resize(items.size() * train_.pixelsPerImage());
     labels_.resize(items.size());
     train_.gather(items, images_, labels_);
-    store_.zeroGrads();
-    model_->forward(images_, items.size());
-    float loss = model_->loss(labels_);
-    m.lossSum += static_cast<double>(loss) * static_cast<double>(items.size());
-    m.correct += static_cast<double>(model_->correct(labels_));
-    m.samples += static_cast<double>(items.size());
-    model_->backward();
-    if (ddp_) ddp_->finishGradientSync();
-    optimizer_->inner().setLearningRate(lr);
-    optimizer_->step();
+    const StepTally t = model_->trainStep(images_, labels_, items.size(), lr);
+    m.lossSum += t.lossSum;
+    m.correct += t.correct;
+    m.samples += t.samples;
   }
 
-  // The test accuracy of the current parameters, each rank scoring its own
-  // contiguous slice of the test set.
+  // The test accuracy of the current parameters, each data-parallel replica
+  // scoring its own contiguous slice of the test set in the same number of
+  // chunks (evaluation is collective in the sharded layouts).
   double testAccuracy() {
-    size_t n = test_.size();
-    size_t begin = n * static_cast<size_t>(job_.rank) / static_cast<size_t>(job_.size);
-    size_t end = n * static_cast<size_t>(job_.rank + 1) / static_cast<size_t>(job_.size);
+    const size_t n = test_.size();
+    const size_t replicas = static_cast<size_t>(model_->dataParallelSize());
+    const size_t replica = static_cast<size_t>(model_->dataParallelRank());
+    const size_t begin = n * replica / replicas, end = n * (replica + 1) / replicas;
     constexpr size_t kChunk = 500;
+    const size_t chunks = (n / replicas + 1 + kChunk - 1) / kChunk;  // enough for the largest slice
     double correct = 0;
     std::vector<size_t> items;
-    for (size_t at = begin; at < end; at += kChunk) {
+    for (size_t c = 0; c < chunks; ++c) {
+      const size_t from = begin + (end - begin) * c / chunks, to = begin + (end - begin) * (c + 1) / chunks;
+      if (from == to) continue;  // only when a slice is shorter than the chunk count: same on every rank
       items.clear();
-      for (size_t i = at; i < std::min(end, at + kChunk); ++i) items.push_back(i);
+      for (size_t i = from; i < to; ++i) items.push_back(i);
       images_.resize(items.size() * test_.pixelsPerImage());
       labels_.resize(items.size());
       test_.gather(items, images_, labels_);
-      model_->forward(images_, items.size());
-      correct += static_cast<double>(model_->correct(labels_));
+      correct += model_->evaluate(images_, labels_, items.size());
     }
     std::vector<double> total{correct};
     job_.sum(total);
@@ -275,19 +225,11 @@ class Trainer {
 
   void report(uint64_t epoch, uint64_t firstStep, const EpochMetrics& local, double seconds) {
     std::vector<double> totals{local.lossSum, local.correct, local.samples, seconds,
-                               static_cast<double>(optimizer_->stateBytes())};
+                               static_cast<double>(model_->optimizerStateBytes()), static_cast<double>(model_->modelBytes())};
     job_.sum(totals);
     double accuracy = testAccuracy();
     double trainSeconds = totals[3] / job_.size;  // mean over ranks
-    std::string comm = "comm hidden n/a (ZeRO-2 reduce-scatters after backward)";
-    if (ddp_) {
-      ddp::DistributedDataParallel::CommStats st = ddp_->stats();
-      char text[160];
-      std::snprintf(text, sizeof(text), "comm hidden %.0f%% (%.1f ms comm, %.1f ms exposed per step)",
-                    100.0 * st.hiddenShare(), st.steps ? 1e3 * st.commSeconds / st.steps : 0.0,
-                    st.steps ? 1e3 * st.exposedSeconds / st.steps : 0.0);
-      comm = text;
-    }
+    const std::string comm = model_->epochSummary();  // collective
     if (job_.rank != 0) return;
     std::string partial = firstStep == 0 ? "" : " (resumed at batch " + std::to_string(firstStep) + ")";
     std::printf("epoch %2llu/%zu  train loss %.4f  train acc %.2f%%  test acc %.2f%%  %.0f samples/s  %s%s\n",
@@ -296,9 +238,11 @@ class Trainer {
                 partial.c_str());
     if (!reportedMemory_) {
       reportedMemory_ = true;
-      std::printf("optimizer state: %.1f KiB on rank 0, %.1f KiB summed over ranks%s\n",
-                  static_cast<double>(optimizer_->stateBytes()) / 1024.0, totals[4] / 1024.0,
-                  o_.zero == 0 ? " (replicated)" : " (sharded: ~1/N each)");
+      std::printf("optimizer state: %.1f KiB on rank 0, %.1f KiB summed over ranks%s; parameters + gradients + "
+                  "optimizer state: %.1f KiB on rank 0, %.1f KiB summed\n",
+                  static_cast<double>(model_->optimizerStateBytes()) / 1024.0, totals[4] / 1024.0,
+                  o_.zero == 0 && o_.tp == 1 && o_.pp == 1 ? " (replicated)" : " (sharded)",
+                  static_cast<double>(model_->modelBytes()) / 1024.0, totals[5] / 1024.0);
     }
     lastTestAccuracy_ = accuracy;
     std::fflush(stdout);
@@ -316,7 +260,8 @@ class Trainer {
   }
 
   void saveCheckpoint() {
-    std::vector<float> state = optimizer_->saveState();  // collective under ZeRO
+    std::vector<float> state = model_->saveOptimizerState();  // collective under ZeRO
+    std::vector<float> parameters = model_->fullParameters();  // collective under ZeRO-3
     if (job_.rank != 0) return;
     CheckpointState c;
     c.step = pos_.step;
@@ -324,7 +269,7 @@ class Trainer {
     c.stepInEpoch = pos_.stepInEpoch;
     c.samplerSeed = o_.seed;
     c.config = o_.trajectoryKey(job_.size);
-    c.parameters.assign(store_.values().begin(), store_.values().end());
+    c.parameters = std::move(parameters);
     c.optimizerState = std::move(state);
     ckpts_->save(c);
   }
@@ -351,19 +296,25 @@ class Trainer {
     std::string path = ckpts_->pathForStep(static_cast<uint64_t>(step));
     CheckpointState c = ddp::readCheckpointFile(path);
     std::string expected = o_.trajectoryKey(job_.size);
-    if (c.config != expected) {
+    int writtenBy = 0;
+    if (!sameTrajectory(c.config, expected, &writtenBy)) {
       throw std::runtime_error(path + ": written by a run configured as '" + c.config + "', this run is '" +
                                expected + "'; use another --checkpoint-dir");
     }
-    if (c.parameters.size() != store_.totalSize() || c.stepInEpoch >= stepsPerEpoch_) {
+    const size_t modelSize = model_->fullParameters().size();  // collective under ZeRO-3, as on every rank
+    if (c.parameters.size() != modelSize || c.stepInEpoch >= stepsPerEpoch_) {
       throw std::runtime_error(path + ": holds " + std::to_string(c.parameters.size()) +
                                " parameters and batch " + std::to_string(c.stepInEpoch) + "; the model has " +
-                               std::to_string(store_.totalSize()) + " and epochs of " +
+                               std::to_string(modelSize) + " and epochs of " +
                                std::to_string(stepsPerEpoch_) + " batches");
     }
-    std::copy(c.parameters.begin(), c.parameters.end(), store_.values().begin());
-    optimizer_->loadState(c.optimizerState);
+    model_->loadFullParameters(c.parameters);
+    model_->loadOptimizerState(c.optimizerState);
     pos_ = {c.step, c.epoch, c.stepInEpoch};
+    if (job_.rank == 0 && writtenBy != 0 && writtenBy != job_.size) {
+      std::printf("train_demo: the checkpoint was written by %d ranks; continuing on %d (sampler and shards re-partitioned)\n",
+                  writtenBy, job_.size);
+    }
     if (job_.rank == 0) {
       std::printf("train_demo: resumed from %s: step %llu, epoch %llu, batch %llu (attempt %d)\n", path.c_str(),
                   static_cast<unsigned long long>(c.step), static_cast<unsigned long long>(c.epoch + 1),
@@ -373,8 +324,9 @@ class Trainer {
   }
 
   void finish() {
+    const std::vector<float> full = model_->fullParameters();  // collective in the sharded layouts
     if (job_.rank != 0) return;
-    std::span<const float> values = store_.values();
+    std::span<const float> values = full;
     uLong crc = crc32(0L, reinterpret_cast<const Bytef*>(values.data()),
                       static_cast<uInt>(values.size_bytes()));
     std::printf("train_demo: done after %llu steps; final test accuracy %.2f%%; parameters crc32 %08lx\n",
@@ -394,10 +346,7 @@ class Trainer {
   std::unique_ptr<ddp::DistributedSampler> sampler_;
   size_t localBatch_ = 0;
   uint64_t stepsPerEpoch_ = 0;
-  ddp::ParameterStore store_;
-  std::unique_ptr<ddp::Mlp> model_;
-  std::unique_ptr<ddp::DistributedDataParallel> ddp_;
-  std::unique_ptr<OptimizerRunner> optimizer_;
+  std::unique_ptr<DemoModel> model_;
   Position pos_;
   std::vector<float> images_;
   std::vector<uint8_t> labels_;

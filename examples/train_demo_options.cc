@@ -62,7 +62,20 @@ std::string DemoOptions::trajectoryKey(int worldSize) const {
       << " lr=" << lr << " momentum=" << momentum << " wd=" << weightDecay << " schedule=" << schedule
       << " epochs=" << epochs << " batch=" << globalBatch << " world=" << worldSize << " zero=" << zero
       << " hook=" << hookName(hook) << " seed=" << seed << " train-limit=" << trainLimit;
+  if (tp > 1 || pp > 1) key << " tp=" << tp << " pp=" << pp << " micro-batches=" << microBatches;
   return key.str();
+}
+
+bool sameTrajectory(const std::string& a, const std::string& b, int* worldOfA) {
+  auto strip = [](std::string key, int* world) {
+    const size_t at = key.find(" world=");
+    if (world) *world = 0;
+    if (at == std::string::npos) return key;
+    const size_t end = key.find(' ', at + 1);
+    if (world) *world = std::atoi(key.c_str() + at + 7);
+    return key.erase(at, (end == std::string::npos ? key.size() : end) - at);
+  };
+  return strip(a, worldOfA) == strip(b, nullptr);
 }
 
 DemoOptions parseDemoOptions(int argc, char** argv) {
@@ -96,7 +109,10 @@ DemoOptions parseDemoOptions(int argc, char** argv) {
       if (o.schedule != "cosine" && o.schedule != "constant") bad(arg, "expects cosine or constant");
     } else if (arg == "--hidden") o.hidden = parseWidths(arg, next());
     else if (arg == "--gelu") o.activation = ddp::Activation::kGelu;
-    else if (arg == "--zero") o.zero = static_cast<int>(parseUnsigned(arg, next(), 0, 2));
+    else if (arg == "--zero") o.zero = static_cast<int>(parseUnsigned(arg, next(), 0, 3));
+    else if (arg == "--tp") o.tp = static_cast<int>(parseUnsigned(arg, next(), 1, 1024));
+    else if (arg == "--pp") o.pp = static_cast<int>(parseUnsigned(arg, next(), 1, 1024));
+    else if (arg == "--micro-batches") o.microBatches = parseUnsigned(arg, next(), 1, 1u << 20);
     else if (arg == "--bucket-cap-mb") o.bucketCapMb = parsePositive(arg, next());
     else if (arg == "--no-overlap") o.overlap = false;
     else if (arg == "--fp16-hook") o.hook = ddp::CommHook::kFp16Compress;
@@ -131,7 +147,12 @@ bucketed, overlapped gradient all-reduce, or ZeRO), printing one line per epoch.
   --momentum X          sgd momentum (0.9)   --weight-decay X (0.01 adamw, 0 sgd)
   --schedule cosine|constant   learning-rate schedule over the run (cosine)
   --hidden W1,W2,...    hidden layer widths (default 256,256)   --gelu  GELU, not ReLU
-  --zero 0|1|2          0: replicated optimizer; 1, 2: ZeRO stage (sharded state)
+  --zero 0|1|2|3        0: replicated optimizer; 1, 2: ZeRO stage (sharded state);
+                        3: fully sharded (parameters and gradients too, per-layer all-gather)
+  --tp T                tensor parallelism in groups of T ranks (Megatron column/row
+                        pairs; needs an even number of hidden layers, widths multiple of T)
+  --pp P                pipeline parallelism over P stages (1F1B); N/(T*P) data-parallel replicas
+  --micro-batches M     micro-batches per pipeline step (4)
   --bucket-cap-mb X     DDP bucket cap (25; the first bucket is 1 MiB)
   --no-overlap          all-reduce only after backward (baseline for the overlap share)
   --fp16-hook, --bf16-hook   compress gradients to 16 bits for the all-reduce

@@ -23,7 +23,10 @@ struct DemoOptions {
   std::string schedule = "cosine";  // cosine (to 0 over the run) | constant
   std::vector<size_t> hidden = {256, 256};
   ddp::Activation activation = ddp::Activation::kRelu;
-  int zero = 0;  // 0: DDP + replicated optimizer; 1, 2: ZeRO stage
+  int zero = 0;  // 0: DDP + replicated optimizer; 1, 2: ZeRO stage; 3: fully sharded
+  int tp = 1;    // tensor-parallel group size
+  int pp = 1;    // pipeline stages
+  size_t microBatches = 4;  // per pipeline step (--pp)
   double bucketCapMb = 25.0;
   bool overlap = true;
   ddp::CommHook hook = ddp::CommHook::kNone;
@@ -38,9 +41,18 @@ struct DemoOptions {
   bool version = false;  // --version
 
   // Everything that changes the training trajectory: a checkpoint written
-  // under another configuration is refused on resume.
+  // under another configuration is refused on resume. The world size is in
+  // the key but a resume ignores it (sameTrajectory): with the global batch
+  // fixed, global batch s holds the same samples on any number of ranks
+  // (DistributedSampler deals one permutation round-robin), and the
+  // checkpoint's parameters and optimizer state are unsharded, so a job
+  // may continue on another number of ranks (elastic resume).
   std::string trajectoryKey(int worldSize) const;
 };
+
+// Whether two trajectory keys agree apart from the world size; *worldOfA
+// receives a's world size (0 if absent).
+bool sameTrajectory(const std::string& a, const std::string& b, int* worldOfA);
 
 // std::invalid_argument naming the option on a bad command line.
 DemoOptions parseDemoOptions(int argc, char** argv);
