@@ -125,13 +125,20 @@ int runElastic(const LaunchOptions& opts, const std::vector<std::vector<int>>& r
                  roundOpts.worldSize());
     Supervisor supervisor(roundOpts, job, signals);
     std::string reason;
+    // A lost host stops the ranks too: its own ranks died with it, so the
+    // job cannot go on, and no later round can be agreed.
     supervisor.watchControl(client.fd(), [&] {
       if (client.restartRequested(round.round, reason)) return Supervisor::ControlEvent::kStop;
       if (!client.lost()) return Supervisor::ControlEvent::kNone;
-      std::fprintf(stderr, "loomrun: lost the rendezvous host; the ranks go on but cannot re-meet\n");
-      return Supervisor::ControlEvent::kUnwatch;
+      reason = "lost";
+      return Supervisor::ControlEvent::kStop;
     });
     int status = supervisor.run();
+    if (supervisor.stoppedForRendezvous() && reason == "lost") {
+      std::fprintf(stderr, "loomrun: lost the rendezvous host at %s (its loomrun ended); stopped the local ranks\n",
+                   endpoint.c_str());
+      return 1;
+    }
     if (supervisor.stoppedForRendezvous()) {
       std::fprintf(stderr, "loomrun: rendezvous round %d ended (a node %s); stopped the local ranks\n",
                    round.round, reason == "join" ? "joined" : reason == "leave" ? "left" : "had a rank fail");

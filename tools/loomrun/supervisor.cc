@@ -143,9 +143,7 @@ void Supervisor::pollOnce() {
   }
   if (fds[0].revents != 0) handleSignals();
   if (watching && fds.back().revents != 0 && phase_ == Phase::kRunning) {
-    ControlEvent event = onControl_();
-    if (event == ControlEvent::kUnwatch) controlFd_ = -1;
-    if (event == ControlEvent::kStop) {
+    if (onControl_() == ControlEvent::kStop) {
       controlStop_ = true;
       beginStopping(SIGTERM);
     }

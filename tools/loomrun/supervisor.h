@@ -57,9 +57,8 @@ class Supervisor {
   // Elastic agents (elastic_agent.h): while the ranks run, `fd` becoming
   // readable calls `onReadable`, which says whether the job must stop for a
   // new rendezvous round (kStop: the ranks are stopped as for a failure, but
-  // the attempt counts as stoppedForRendezvous()), or that `fd` is of no more
-  // use (kUnwatch, e.g. the connection closed). Call before run().
-  enum class ControlEvent { kNone, kStop, kUnwatch };
+  // the attempt counts as stoppedForRendezvous()). Call before run().
+  enum class ControlEvent { kNone, kStop };
   void watchControl(int fd, std::function<ControlEvent()> onReadable);
   bool stoppedForRendezvous() const { return controlStop_; }
 
