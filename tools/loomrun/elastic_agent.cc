@@ -51,6 +51,13 @@ int runElastic(const LaunchOptions& opts, const std::vector<std::vector<int>>& r
   RendezvousConfig config{resolveRunId(opts), opts.minNodes, opts.nodes, opts.joinTimeoutSeconds,
                           opts.lastCallSeconds};
   const std::string endpoint = opts.masterAddr + ":" + std::to_string(*opts.masterPort);
+  // The secret and run id are the job's for every round; MASTER_ADDR/PORT
+  // come from each round.
+  Result<JobSettings> settings = resolveJobSettings(opts);
+  if (!settings.isOk()) {
+    std::fprintf(stderr, "loomrun: %s\n", settings.status().message().c_str());
+    return settings.status().code() == Code::kSystemError ? 1 : kExitUsage;
+  }
   Result<std::unique_ptr<RendezvousServer>> server = RendezvousServer::host(opts.masterAddr, *opts.masterPort, config);
   if (!server.isOk()) {
     std::fprintf(stderr, "loomrun: %s\n", server.status().message().c_str());
@@ -67,13 +74,6 @@ int runElastic(const LaunchOptions& opts, const std::vector<std::vector<int>>& r
     return 1;
   }
   RendezvousClient& client = *connected.value();
-  // The secret and run id are the job's for every round; MASTER_ADDR/PORT
-  // come from each round.
-  Result<JobSettings> settings = resolveJobSettings(opts);
-  if (!settings.isOk()) {
-    std::fprintf(stderr, "loomrun: %s\n", settings.status().message().c_str());
-    return settings.status().code() == Code::kSystemError ? 1 : kExitUsage;
-  }
   JobSettings job = settings.value();
   job.runId = config.runId;
   job.rankCpus = rankCpus;
@@ -120,9 +120,9 @@ int runElastic(const LaunchOptions& opts, const std::vector<std::vector<int>>& r
     job.masterPort = round.masterPort;
     job.restartCount = attempt;
     const int first = round.nodeRank * opts.localRanks;
-    std::fprintf(stderr, "loomrun: rendezvous round %d: node %d of %d, ranks %d..%d, WORLD_SIZE %d\n",
+    std::fprintf(stderr, "loomrun: rendezvous round %d: node %d of %d, ranks %d..%d, WORLD_SIZE %d, MASTER_ADDR %s:%d\n",
                  round.round, round.nodeRank, round.nodes, first, first + opts.localRanks - 1,
-                 roundOpts.worldSize());
+                 roundOpts.worldSize(), round.masterAddr.c_str(), round.masterPort);
     Supervisor supervisor(roundOpts, job, signals);
     std::string reason;
     // A lost host stops the ranks too: its own ranks died with it, so the

@@ -8,11 +8,15 @@
 #  2. fewer than MIN: a lone agent of --nnodes 2:3 gets a clear error naming
 #     the counts within its join timeout; and two agents of --nnodes 2:2 lose
 #     one: the survivor gets the same error instead of running on alone.
+# With TESTBED (scripts/netns_testbed.sh), part 1 runs across emulated hosts
+# instead: agent a, b, c, d in network namespaces h0..h3, meeting at h0's
+# 10.77.0.1; it needs root and skips with the reason otherwise.
 #
-# usage: elastic_membership_test.sh LOOMRUN TRAIN_DEMO
+# usage: elastic_membership_test.sh LOOMRUN TRAIN_DEMO [TESTBED]
 set -u
 loomrun=$1
 demo=$2
+testbed=${3:-}
 
 data=/usr/share/datasets/fashion-mnist
 if [ ! -f "$data/train-images-idx3-ubyte.gz" ]; then
@@ -20,10 +24,22 @@ if [ ! -f "$data/train-images-idx3-ubyte.gz" ]; then
   exit 77
 fi
 
+rdzv_host=127.0.0.1
+bed=""
+on_host() { shift; "$@"; }  # on_host INDEX CMD...: where agent INDEX runs CMD
+if [ -n "$testbed" ]; then
+  why=$(bash "$testbed" check) || { echo "SKIP: the emulated hosts need network namespaces: $why"; exit 77; }
+  bed="el$$"
+  bash "$testbed" --hosts 4 --name "$bed" up >/dev/null || { echo "FAIL: netns_testbed.sh up failed"; exit 1; }
+  rdzv_host=10.77.0.1
+  on_host() { i=$1; shift; bash "$testbed" --hosts 4 --name "$bed" run "$i" "$@"; }
+fi
+
 work=$(mktemp -d "${TMPDIR:-/tmp}/elastic_membership.XXXXXX")
 pids=""
 cleanup() {
   for p in $pids; do kill -9 "$p" 2>/dev/null; done
+  [ -z "$bed" ] || bash "$testbed" --hosts 4 --name "$bed" down >/dev/null 2>&1
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -39,10 +55,10 @@ export LOOM_JOB_SECRET=5ec2e75ec2e75ec2e75ec2e75ec2e75e LOOM_DETERMINISTIC=1 LOO
 epochs=12
 steps=$((epochs * 16))  # 1920 images in global batches of 120 (divisible by 2 and 3 ranks): 16 steps an epoch
 demo_args="--epochs $epochs --train-limit 1920 --batch 120 --data-dir $data --checkpoint-dir $work/ckpt --checkpoint-every 4"
-agent() {  # agent NAME MIN:MAX [more loomrun options]
-  name=$1 nnodes=$2
-  shift 2
-  "$loomrun" --nnodes "$nnodes" -n 1 --rdzv-endpoint "127.0.0.1:$port" --rdzv-id elastic-test \
+agent() {  # agent NAME HOST_INDEX MIN:MAX [more loomrun options]
+  name=$1 index=$2 nnodes=$3
+  shift 3
+  on_host "$index" "$loomrun" --nnodes "$nnodes" -n 1 --rdzv-endpoint "$rdzv_host:$port" --rdzv-id elastic-test \
     --rdzv-conf last_call_timeout=1,join_timeout=20 --max-restarts 3 --kill-timeout 2 "$@" \
     "$demo" $demo_args >"$work/$name.log" 2>&1
   echo $? >"$work/$name.rc"
@@ -68,18 +84,19 @@ logs_show() { cat "$work"/*.log | grep -q "$1"; }
 start=$(date +%s)
 # --- 1. leave, then join ------------------------------------------------------
 # Agent a first: it hosts the rendezvous, and c, the one killed, must not.
-agent a 2:3 & pids="$pids $!"
-wait_for 10 "agent a to host the rendezvous" grep -q "hosting rendezvous" "$work/a.log"
-agent b 2:3 & pids="$pids $!"
-agent c 2:3 & agent_c=$!
+agent a 0 2:3 & pids="$pids $!"
+wait_for 10 "agent a to host the rendezvous" grep -qs "hosting rendezvous" "$work/a.log"
+agent b 1 2:3 & pids="$pids $!"
+agent c 2 2:3 & agent_c=$!
 pids="$pids $agent_c"
 wait_for 30 "the 3-rank round to checkpoint step 12" step_at_least 12
-# SIGKILL the subshell's loomrun (the subshell itself waits on it).
+# SIGKILL the subshell's loomrun (the subshell itself waits on it; the
+# test bed's `run` execs into loomrun, so it is the child either way).
 kill -9 $(pgrep -P "$agent_c" -x loomrun) || fail "could not find agent c's loomrun"
 wait_for 30 "a 2-rank round resuming from the checkpoint" logs_show "the checkpoint was written by 3 ranks; continuing on 2"
 resumed_at=$(latest_step)
 wait_for 30 "the 2-rank round to write its own checkpoint" step_at_least $((resumed_at + 8))
-agent d 2:3 & pids="$pids $!"
+agent d 3 2:3 & pids="$pids $!"
 wait_for 30 "a 3-rank round resuming after agent d joined" logs_show "the checkpoint was written by 2 ranks; continuing on 3"
 for name in a b d; do
   wait_for 60 "agent $name to finish" test -f "$work/$name.rc"
@@ -91,8 +108,13 @@ grep -q "rendezvous round 1: .*WORLD_SIZE 2" "$work/a.log" || fail "agent a's ro
 grep -q "rendezvous round 2: .*WORLD_SIZE 3" "$work/a.log" || fail "agent a's round 2 was not 3 ranks"
 logs_show "done after $steps steps" || fail "the job did not finish all $steps steps"
 rounds=$(cat "$work"/*.log | grep -c "^train_demo: resumed from")
-echo "leave and join: 3 -> 2 ranks (resumed at step $resumed_at) -> 3 ranks; finished $steps steps; $rounds resumes"
+where=${bed:+ across emulated hosts 10.77.0.1-4}
+echo "leave and join$where: 3 -> 2 ranks (resumed at step $resumed_at) -> 3 ranks; finished $steps steps; $rounds resumes"
 
+if [ -n "$bed" ]; then
+  echo "PASS: elastic leave and join across emulated hosts in $(($(date +%s) - start)) s"
+  exit 0
+fi
 # --- 2. fewer than MIN ----------------------------------------------------------
 port=$((port + 1))
 t0=$(date +%s)
@@ -110,7 +132,7 @@ rm -rf "$work/ckpt"
   --max-restarts 1 --kill-timeout 1 sh -c 'sleep 30' >"$work/survivor.log" 2>&1 &
 survivor=$!
 pids="$pids $survivor"
-wait_for 10 "the survivor to host the rendezvous" grep -q "hosting rendezvous" "$work/survivor.log"
+wait_for 10 "the survivor to host the rendezvous" grep -qs "hosting rendezvous" "$work/survivor.log"
 "$loomrun" --nnodes 2:2 -n 1 --rdzv-endpoint "127.0.0.1:$port" --rdzv-id survivor --rdzv-timeout 3 \
   --max-restarts 1 sh -c 'sleep 30' >"$work/leaver.log" 2>&1 &
 leaver=$!
