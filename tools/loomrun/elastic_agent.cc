@@ -157,7 +157,7 @@ int runElastic(const LaunchOptions& opts, const std::vector<std::vector<int>>& r
                    opts.maxRestarts);
       return status != 0 ? status : 1;
     }
-    std::fprintf(stderr, "loomrun: joining the next rendezvous round (restart %d of %d)\n", failures,
+    std::fprintf(stderr, "loomrun: joining the next rendezvous round (restarts used: %d of %d)\n", failures,
                  opts.maxRestarts);
   }
 }

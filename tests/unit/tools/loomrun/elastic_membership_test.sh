@@ -52,7 +52,7 @@ fail() {
 port=$((20000 + $$ % 20000))
 
 export LOOM_JOB_SECRET=5ec2e75ec2e75ec2e75ec2e75ec2e75e LOOM_DETERMINISTIC=1 LOOM_TIMEOUT=30 OPENBLAS_NUM_THREADS=1
-epochs=12
+epochs=16
 steps=$((epochs * 16))  # 1920 images in global batches of 120 (divisible by 2 and 3 ranks): 16 steps an epoch
 demo_args="--epochs $epochs --train-limit 1920 --batch 120 --data-dir $data --checkpoint-dir $work/ckpt --checkpoint-every 4"
 agent() {  # agent NAME HOST_INDEX MIN:MAX [more loomrun options]
@@ -94,7 +94,7 @@ wait_for 30 "the 3-rank round to checkpoint step 12" step_at_least 12
 # test bed's `run` execs into loomrun, so it is the child either way).
 kill -9 $(pgrep -P "$agent_c" -x loomrun) || fail "could not find agent c's loomrun"
 wait_for 30 "a 2-rank round resuming from the checkpoint" logs_show "the checkpoint was written by 3 ranks; continuing on 2"
-resumed_at=$(latest_step)
+resumed_at=$(cat "$work"/*.log | grep -m 1 "^train_demo: resumed from" | sed 's/.*: step \([0-9]*\),.*/\1/')
 wait_for 30 "the 2-rank round to write its own checkpoint" step_at_least $((resumed_at + 8))
 agent d 3 2:3 & pids="$pids $!"
 wait_for 30 "a 3-rank round resuming after agent d joined" logs_show "the checkpoint was written by 2 ranks; continuing on 3"
@@ -108,6 +108,7 @@ grep -q "rendezvous round 1: .*WORLD_SIZE 2" "$work/a.log" || fail "agent a's ro
 grep -q "rendezvous round 2: .*WORLD_SIZE 3" "$work/a.log" || fail "agent a's round 2 was not 3 ranks"
 logs_show "done after $steps steps" || fail "the job did not finish all $steps steps"
 rounds=$(cat "$work"/*.log | grep -c "^train_demo: resumed from")
+grep -h "rendezvous round\|a node \|continuing on\|resumed from\|done after" "$work/a.log"
 where=${bed:+ across emulated hosts 10.77.0.1-4}
 echo "leave and join$where: 3 -> 2 ranks (resumed at step $resumed_at) -> 3 ranks; finished $steps steps; $rounds resumes"
 
