@@ -3,6 +3,7 @@
 // (tests/unit/tools/loomrun/elastic_membership_test.sh runs train_demo with
 // nodes leaving and joining.)
 #include <netinet/in.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -31,6 +32,16 @@ int freePort() {
   getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
   close(fd);
   return ntohs(addr.sin_port);
+}
+
+// Polls for `path` (a rank touches it once it runs), at most `timeout`.
+bool waitForFile(const std::string& path, Seconds timeout) {
+  const auto until = std::chrono::steady_clock::now() + timeout;
+  while (access(path.c_str(), F_OK) != 0) {
+    if (std::chrono::steady_clock::now() >= until) return false;
+    usleep(20 * 1000);
+  }
+  return true;
 }
 
 std::vector<std::string> agentArgs(const std::string& nnodes, int localRanks, int port,
@@ -160,6 +171,82 @@ TEST(LoomrunElastic, RankFailureRestartsEveryNodeWithinMaxRestarts) {
       EXPECT_NE(a.exitCode, 0);
       EXPECT_NE(b.exitCode, 0);
       EXPECT_NE((a.err + b.err).find("no restarts left (--max-restarts 0)"), std::string::npos) << a.err << b.err;
+    }
+  }
+}
+
+// An agent joining a running round with room (fewer than MAX nodes) ends it;
+// the next round has both nodes. Like torchrun, that restart is not a
+// failure: it happens under --max-restarts 0.
+TEST(LoomrunElastic, LateAgentRestartsTheRoundWithMoreNodesWithoutUsingARestart) {
+  const int port = freePort();
+  EnvChanges env{{"LOOM_JOB_SECRET", kSecret}};
+  TempDir dir;
+  const std::string program =
+      std::string(kPrintEnv) + "; [ $WORLD_SIZE = 2 ] || { touch " + dir.file("alone") + "; exec sleep 30; }";
+  auto args = agentArgs("1:2", 1, port,
+                        {"--rdzv-conf", "last_call_timeout=0.2", "--max-restarts", "0", "--kill-timeout", "1", "sh",
+                         "-c", program});
+  ChildProcess first(loomrunCommand(args), env);
+  ASSERT_TRUE(waitForFile(dir.file("alone"), Seconds(10)));  // round 0 (one node) runs its `sleep 30`
+  ChildProcess late(loomrunCommand(args), env);
+  ProcessResult a = first.wait(Seconds(20));
+  ProcessResult b = late.wait(Seconds(20));
+  ASSERT_TRUE(a.finished && b.finished);
+  EXPECT_EQ(a.exitCode, 0) << a.err;
+  EXPECT_EQ(b.exitCode, 0) << b.err;
+  EXPECT_LT(a.seconds, 10.0);  // the sleep was cut short by the new round
+  EXPECT_NE(a.err.find("rendezvous round 0 ended (a node joined)"), std::string::npos) << a.err;
+  // TORCHELASTIC_RESTART_COUNT counts this agent's earlier rounds.
+  auto firstRanks = parseRankLines(a.out);
+  auto lateRanks = parseRankLines(b.out);
+  ASSERT_EQ(firstRanks.size(), 2u) << a.out;  // round 0 alone, round 1 with the late agent
+  ASSERT_EQ(lateRanks.size(), 1u) << b.out;
+  EXPECT_EQ(firstRanks[0].at("WORLD_SIZE"), "1");
+  EXPECT_EQ(firstRanks[0].at("RESTART"), "0");
+  EXPECT_EQ(firstRanks[1].at("WORLD_SIZE"), "2");
+  EXPECT_EQ(firstRanks[1].at("RESTART"), "1");
+  EXPECT_EQ(lateRanks[0].at("WORLD_SIZE"), "2");
+  EXPECT_EQ(lateRanks[0].at("RESTART"), "0");
+  // The first agent keeps node 0; the newcomer follows.
+  EXPECT_EQ(firstRanks[1].at("RANK"), "0");
+  EXPECT_EQ(lateRanks[0].at("RANK"), "1");
+  EXPECT_EQ(firstRanks[1].at("MASTER"), lateRanks[0].at("MASTER"));
+}
+
+// A node whose agent dies leaves: the others meet again without it (a
+// restart used), or fail when none is left.
+TEST(LoomrunElastic, KilledAgentLeavesAndTheOthersGoOnWithFewerNodes) {
+  EnvChanges env{{"LOOM_JOB_SECRET", kSecret}};
+  for (int maxRestarts : {1, 0}) {
+    TempDir dir;
+    const std::string program =
+        std::string(kPrintEnv) + "; [ $WORLD_SIZE = 1 ] || { touch " + dir.path() + "/rank$RANK; exec sleep 30; }";
+    const int port = freePort();
+    auto args = agentArgs("1:2", 1, port,
+                          {"--rdzv-conf", "last_call_timeout=0.5", "--max-restarts", std::to_string(maxRestarts),
+                           "--kill-timeout", "1", "sh", "-c", program});
+    ChildProcess stays(loomrunCommand(args), env);
+    usleep(100 * 1000);  // the first agent hosts, so the one killed does not
+    ChildProcess leaves(loomrunCommand(args), env);
+    // Round 0 (two nodes) is running.
+    ASSERT_TRUE(waitForFile(dir.file("rank0"), Seconds(10)) && waitForFile(dir.file("rank1"), Seconds(10)));
+    kill(leaves.pid(), SIGKILL);
+    ProcessResult r = stays.wait(Seconds(20));
+    ASSERT_TRUE(r.finished);
+    EXPECT_NE(r.err.find("rendezvous round 0 ended (a node left)"), std::string::npos) << r.err;
+    if (maxRestarts == 1) {
+      EXPECT_EQ(r.exitCode, 0) << r.err;
+      auto ranks = parseRankLines(r.out);
+      ASSERT_EQ(ranks.size(), 2u) << r.out << r.err;
+      EXPECT_EQ(ranks[0].at("WORLD_SIZE"), "2");
+      EXPECT_EQ(ranks[1].at("WORLD_SIZE"), "1");
+      EXPECT_EQ(ranks[1].at("RANK"), "0");
+      EXPECT_EQ(ranks[1].at("RESTART"), "1");
+      EXPECT_NE(r.err.find("restarts used: 1 of 1"), std::string::npos) << r.err;
+    } else {
+      EXPECT_EQ(r.exitCode, 1) << r.err;
+      EXPECT_NE(r.err.find("no restarts left (--max-restarts 0)"), std::string::npos) << r.err;
     }
   }
 }
