@@ -13,6 +13,7 @@
 #include <string>
 
 #include "common/config.h"
+#include "common/format.h"
 
 namespace loom::launcher {
 namespace {
@@ -43,10 +44,12 @@ Result<std::string> resolveSecret(const LaunchOptions& opts) {
                  kSecretVariable, kSecretHexDigits, std::strlen(inherited));
     return std::string(inherited);
   }
+  const std::string nnodes = opts.elastic ? strprintf("%d:%d", opts.minNodes, opts.nodes)
+                                          : std::to_string(opts.nodes);
   LOOM_ENFORCE(opts.nodes == 1, Code::kInvalidUsage,
-               "%s is not set: with --nnodes %d every node must run loomrun with the same "
+               "%s is not set: with --nnodes %s every node must run loomrun with the same "
                "%s (32 hex digits, e.g. from `openssl rand -hex 16`) in its environment",
-               kSecretVariable, opts.nodes, kSecretVariable);
+               kSecretVariable, nnodes.c_str(), kSecretVariable);
   return randomSecretHex();
 }
 

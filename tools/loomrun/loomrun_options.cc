@@ -56,10 +56,67 @@ Status applyLocalRanks(LaunchOptions& opts, std::string_view name, std::string_v
   return Status::ok();
 }
 
+// K (a fixed number of nodes) or MIN:MAX (elastic membership).
 Status applyNodes(LaunchOptions& opts, std::string_view name, std::string_view value) {
-  Result<long> n = parseInteger(name, value, 1, kMaxNodes);
-  if (!n.isOk()) return n.status();
-  opts.nodes = static_cast<int>(n.value());
+  size_t colon = value.find(':');
+  if (colon == std::string_view::npos) {
+    Result<long> n = parseInteger(name, value, 1, kMaxNodes);
+    if (!n.isOk()) return n.status();
+    opts.nodes = static_cast<int>(n.value());
+    opts.minNodes = opts.nodes;
+    opts.elastic = false;
+    return Status::ok();
+  }
+  Result<long> lo = parseInteger(name, value.substr(0, colon), 1, kMaxNodes);
+  if (!lo.isOk()) return lo.status();
+  Result<long> hi = parseInteger(name, value.substr(colon + 1), 1, kMaxNodes);
+  if (!hi.isOk()) return hi.status();
+  LOOM_ENFORCE(lo.value() <= hi.value(), Code::kInvalidArgument,
+               "option '%.*s' MIN:MAX needs MIN <= MAX, got %ld:%ld", static_cast<int>(name.size()),
+               name.data(), lo.value(), hi.value());
+  opts.minNodes = static_cast<int>(lo.value());
+  opts.nodes = static_cast<int>(hi.value());
+  opts.elastic = true;
+  return Status::ok();
+}
+
+Result<double> parseSeconds(std::string_view name, std::string_view value, double lo, double hi) {
+  std::string text(value);
+  char* end = nullptr;
+  double seconds = text.empty() ? NAN : std::strtod(text.c_str(), &end);
+  bool valid = !text.empty() && end == text.c_str() + text.size() && std::isfinite(seconds);
+  LOOM_ENFORCE(valid && seconds >= lo && seconds <= hi, Code::kInvalidArgument,
+               "option '%.*s' expects seconds in [%g, %g], got '%s'", static_cast<int>(name.size()),
+               name.data(), lo, hi, text.c_str());
+  return seconds;
+}
+
+Status applyRdzvTimeout(LaunchOptions& opts, std::string_view name, std::string_view value) {
+  Result<double> s = parseSeconds(name, value, 0.1, 86400);
+  if (!s.isOk()) return s.status();
+  opts.joinTimeoutSeconds = s.value();
+  return Status::ok();
+}
+
+// torchrun's KEY=VALUE,... list; the keys loomrun's rendezvous uses are
+// join_timeout and last_call_timeout, others are rejected so typos show.
+Status applyRdzvConf(LaunchOptions& opts, std::string_view name, std::string_view value) {
+  while (!value.empty()) {
+    size_t comma = value.find(',');
+    std::string_view item = value.substr(0, comma);
+    value = comma == std::string_view::npos ? std::string_view() : value.substr(comma + 1);
+    size_t eq = item.find('=');
+    std::string_view key = item.substr(0, eq);
+    std::string_view val = eq == std::string_view::npos ? std::string_view() : item.substr(eq + 1);
+    double* target = key == "join_timeout" ? &opts.joinTimeoutSeconds
+                     : key == "last_call_timeout" ? &opts.lastCallSeconds : nullptr;
+    LOOM_ENFORCE(target != nullptr, Code::kInvalidArgument,
+                 "option '%.*s' knows join_timeout and last_call_timeout, got '%.*s'",
+                 static_cast<int>(name.size()), name.data(), static_cast<int>(item.size()), item.data());
+    Result<double> s = parseSeconds(name, val, key == "join_timeout" ? 0.1 : 0.0, 86400);
+    if (!s.isOk()) return s.status();
+    *target = s.value();
+  }
   return Status::ok();
 }
 
@@ -296,6 +353,8 @@ constexpr OptionSpec kOptions[] = {
     {{"--rdzv-endpoint", "--rdzv_endpoint"}, true, applyRdzvEndpoint},
     {{"--rdzv-id", "--rdzv_id"}, true, applyRdzvId},
     {{"--rdzv-backend", "--rdzv_backend"}, true, applyRdzvBackend},
+    {{"--rdzv-timeout", "--rdzv_timeout"}, true, applyRdzvTimeout},
+    {{"--rdzv-conf", "--rdzv_conf"}, true, applyRdzvConf},
     {{"-m", "--module"}, false, applyModule},
     {{"--no-python", "--no_python"}, false, applyNoPython},
     {{"--log-dir", "--log_dir"}, true, applyLogDir},
@@ -346,6 +405,12 @@ Status checkComplete(const LaunchOptions& opts) {
   LOOM_ENFORCE(opts.localRanks > 0, Code::kInvalidUsage,
                "missing required option -n/--nproc-per-node (ranks to start on this node)");
   LOOM_ENFORCE(!opts.command.empty(), Code::kInvalidUsage, "missing the program to run");
+  LOOM_ENFORCE(!opts.elastic || (opts.rdzvEndpointGiven && opts.masterPort.has_value()), Code::kInvalidUsage,
+               "option '--nnodes MIN:MAX' needs --rdzv-endpoint HOST:PORT (where the agents meet; "
+               "the agent that can bind it hosts the rendezvous)");
+  LOOM_ENFORCE(!opts.elastic || opts.nodeRank == 0, Code::kInvalidUsage,
+               "option '--node-rank' cannot be combined with '--nnodes MIN:MAX': the rendezvous "
+               "assigns node ranks");
   LOOM_ENFORCE(opts.nodeRank < opts.nodes, Code::kInvalidArgument,
                "option '--node-rank' value %d out of range [0, %d) for --nnodes %d",
                opts.nodeRank, opts.nodes, opts.nodes);
@@ -507,6 +572,18 @@ Options (torchrun's underscore spellings, e.g. --nproc_per_node, work too):
                            inherited, else "none")
   --rdzv-backend B         c10d or static, accepted for torchrun scripts;
                            loomrun always uses its own rendezvous
+  --nnodes MIN:MAX         elastic membership: agents (one loomrun per node,
+                           same -n and --rdzv-id) meet at --rdzv-endpoint
+                           H:P, which the agent that can bind it hosts; a
+                           round starts with MAX nodes, or with MIN once the
+                           last call passed; a node that leaves or joins, or
+                           a failed rank, restarts every node's ranks in a
+                           new round (the program resumes from its
+                           checkpoint); fewer than MIN within the join
+                           timeout is an error
+  --rdzv-timeout S         join timeout of a round (default 600)
+  --rdzv-conf K=V,...      join_timeout=S (as --rdzv-timeout) and
+                           last_call_timeout=S (default 30)
   -m, --module             PROG is a Python module: run `python3 -u -m PROG`
   --no-python              run PROG as an executable, even a .py file
   --log-dir DIR            write rank logs under DIR/<run id>_<random>/

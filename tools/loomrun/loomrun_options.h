@@ -3,6 +3,8 @@
 //
 //   loomrun -n N|auto|cpu|gpu [--standalone] [--nnodes K --node-rank R
 //           --master-addr A --master-port P | --rdzv-endpoint HOST:PORT]
+//           [--nnodes MIN:MAX --rdzv-endpoint HOST:PORT [--rdzv-timeout S]
+//           [--rdzv-conf join_timeout=S,last_call_timeout=S]]
 //           [--rdzv-id ID] [--rdzv-backend c10d|static]
 //           [--tag-output|--no-tag-output] [--kill-timeout S] [--max-restarts N]
 //           [--bind none|core|numa] [--bind-verbose]
@@ -56,7 +58,17 @@ struct LaunchOptions {
   bool showVersion = false;  // --version
   EnvHelpFormat envHelp = EnvHelpFormat::kNone;
   int localRanks = 0;  // -n / --nproc-per-node (N, auto, cpu or gpu); required
-  int nodes = 1;       // --nnodes
+  int nodes = 1;       // --nnodes K, or MAX of --nnodes MIN:MAX
+  // --nnodes MIN:MAX: elastic membership (tools/loomrun/elastic_agent.h);
+  // node ranks and the world size come from a rendezvous at --rdzv-endpoint.
+  bool elastic = false;
+  int minNodes = 1;
+  // --rdzv-timeout S / --rdzv-conf join_timeout=S: how long a rendezvous
+  // round may wait for MIN nodes (torchrun's default 600 s).
+  double joinTimeoutSeconds = 600.0;
+  // --rdzv-conf last_call_timeout=S: once MIN nodes joined, how long the
+  // round stays open for more (torchrun's default 30 s).
+  double lastCallSeconds = 30.0;
   int nodeRank = 0;    // --node-rank, in [0, nodes)
   std::string masterAddr = "127.0.0.1";
   std::optional<int> masterPort;  // unset: pick a free port (single node only)

@@ -3,7 +3,8 @@
 // With --max-restarts N the job is run again, all ranks with a fresh
 // rendezvous, after a rank failure, at most N times (torchrun's elastic
 // agent does the same for one node; across nodes each loomrun restarts its
-// own ranks when they fail, which a peer's death makes them do).
+// own ranks when they fail, which a peer's death makes them do). With
+// --nnodes MIN:MAX the nodes meet in rounds instead (elastic_agent.h).
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -13,6 +14,7 @@
 #include <cstring>
 #include <vector>
 
+#include "tools/loomrun/elastic_agent.h"
 #include "tools/loomrun/env_help.h"
 #include "tools/loomrun/job_environment.h"
 #include "tools/loomrun/log_files.h"
@@ -129,6 +131,7 @@ int launch(int argc, const char* const* argv) {
     std::fprintf(stderr, "loomrun: %s\n", rankCpus.status().message().c_str());
     return 1;
   }
+  if (opts->elastic) return runElastic(opts.value(), rankCpus.value(), *signals.value());
   return runAttempts(opts.value(), rankCpus.value(), *signals.value());
 }
 

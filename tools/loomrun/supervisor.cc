@@ -118,9 +118,16 @@ void Supervisor::supervise() {
   }
 }
 
+void Supervisor::watchControl(int fd, std::function<ControlEvent()> onReadable) {
+  controlFd_ = fd;
+  onControl_ = std::move(onReadable);
+}
+
 void Supervisor::pollOnce() {
   std::vector<pollfd> fds{{signals_.fd(), POLLIN, 0}};
   std::vector<StreamForwarder*> forwarders;
+  // Last, so the rank streams' indices stay 1.. as below.
+  const bool watching = controlFd_ >= 0 && phase_ == Phase::kRunning;
   for (Rank& rank : ranks_) {
     for (StreamForwarder* f : {rank.out.get(), rank.err.get()}) {
       if (!f->isOpen()) continue;
@@ -128,12 +135,19 @@ void Supervisor::pollOnce() {
       forwarders.push_back(f);
     }
   }
+  if (watching) fds.push_back({controlFd_, POLLIN, 0});
   if (poll(fds.data(), fds.size(), pollTimeoutMs()) <= 0) return;  // timeout or EINTR
   // Output first, so a rank's last words precede loomrun's report of its exit.
-  for (size_t i = 1; i < fds.size(); ++i) {
+  for (size_t i = 1; i <= forwarders.size(); ++i) {
     if (fds[i].revents != 0) forwarders[i - 1]->pump();
   }
   if (fds[0].revents != 0) handleSignals();
+  if (watching && fds.back().revents != 0 && phase_ == Phase::kRunning) {
+    if (onControl_() == ControlEvent::kStop) {
+      controlStop_ = true;
+      beginStopping(SIGTERM);
+    }
+  }
 }
 
 void Supervisor::handleSignals() {

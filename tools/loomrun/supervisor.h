@@ -30,6 +30,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -52,6 +53,14 @@ class Supervisor {
 
   // Runs the whole job and returns loomrun's exit status.
   int run();
+
+  // Elastic agents (elastic_agent.h): while the ranks run, `fd` becoming
+  // readable calls `onReadable`, which says whether the job must stop for a
+  // new rendezvous round (kStop: the ranks are stopped as for a failure, but
+  // the attempt counts as stoppedForRendezvous()). Call before run().
+  enum class ControlEvent { kNone, kStop };
+  void watchControl(int fd, std::function<ControlEvent()> onReadable);
+  bool stoppedForRendezvous() const { return controlStop_; }
 
   // After run(): true when the attempt ended because a rank failed while
   // the job was running and loomrun itself got no stop signal. A program
@@ -102,6 +111,9 @@ class Supervisor {
   std::optional<int> receivedSignal_;
   bool rankFailed_ = false;  // a started rank failed while running
   bool gaveUp_ = false;  // the killing grace ran out with pipes still open
+  int controlFd_ = -1;
+  std::function<ControlEvent()> onControl_;
+  bool controlStop_ = false;
 };
 
 }  // namespace loom::launcher
