@@ -50,8 +50,8 @@ LOOM_HOST_DEVICE inline PostStep<T> makePostStep(const EngineCall& call, int nra
 // vectors when every pointer is 16-byte aligned, elements otherwise and for
 // the tail. Stores go through Memory::storeData.
 template <class T, RedOp kOp, class Memory, class Block>
-LOOM_HOST_DEVICE inline void moveElements(const Block& block, void* dst0, void* dst1, const void* a, const void* b,
-                                          size_t count, const PostStep<T>* post) {
+LOOM_HOST_DEVICE LOOM_OUTLINE void moveElements(const Block& block, void* dst0, void* dst1, const void* a,
+                                                const void* b, size_t count, const PostStep<T>* post) {
   const size_t tid = static_cast<size_t>(block.tid()), nthreads = static_cast<size_t>(block.nthreads());
   auto isAligned = [](const void* p) { return p == nullptr || reinterpret_cast<uintptr_t>(p) % kVectorBytes == 0; };
   size_t vectors = 0;
@@ -238,8 +238,8 @@ class LLChannel {
   LOOM_HOST_DEVICE size_t slotElems(size_t elemBytes) const { return slotLines_ * kLLLineDataBytes / elemBytes; }
 
   template <class T, RedOp kOp>
-  LOOM_HOST_DEVICE bool transfer(bool doRecv, bool doSend, const unsigned char* local, unsigned char* dst,
-                                 size_t len, const PostStep<T>* post) {
+  LOOM_HOST_DEVICE LOOM_OUTLINE bool transfer(bool doRecv, bool doSend, const unsigned char* local,
+                                              unsigned char* dst, size_t len, const PostStep<T>* post) {
     // Elements move in units of whole lines: 4 bytes (1, 2 or 4 elements) or
     // one 8-byte element over two lines.
     constexpr size_t kUnitBytes = sizeof(T) > kLLLineDataBytes ? sizeof(T) : kLLLineDataBytes;
