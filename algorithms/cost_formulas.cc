@@ -107,9 +107,18 @@ Cost doubleBinaryTreeCost(const CostQuery& q) {
 
 // One shot: every rank sends its whole input to each peer at once and
 // reduces the n-1 copies it receives; the sends overlap, so one chunk round
-// of latency, but (n-1) S bytes in and out.
+// of latency, but (n-1) S bytes in and out. The round is not free of n,
+// though: each rank waits for the last of n-1 peers and reads each one's
+// lines, which every other rank reads too, so its coherence traffic grows
+// as n^2. The step costs of the tuning table were measured with one-shot at
+// 2 and 4 ranks and hold that part there; beyond 4 ranks (n-2)(n-4)/24
+// extra steps fit the 8-byte times on a 16-core host with one rank per core
+// (2.8 us at 4 ranks, 4.3 at 8, 28 at 16): one step more at 8 ranks, seven
+// at 16, where recursive doubling's four exchanges win.
 Cost oneShotCost(const CostQuery& q) {
-  return Cost::of({pieces(q.bytes, q.chunkBytes), (q.nranks - 1.0) * q.bytes, (q.nranks - 1.0) * q.bytes});
+  const double n = q.nranks;
+  const double contention = n > 4 ? (n - 2.0) * (n - 4.0) / 24.0 : 0.0;
+  return Cost::of({pieces(q.bytes, q.chunkBytes) + contention, (n - 1.0) * q.bytes, (n - 1.0) * q.bytes});
 }
 
 Cost deterministicAllReduceCost(const CostQuery& q) {

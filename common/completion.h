@@ -4,7 +4,6 @@
 
 #include <atomic>
 #include <memory>
-#include <mutex>
 
 #include "common/status.h"
 #include "common/wait.h"
@@ -17,19 +16,16 @@ class Completion {
 
   // Records the outcome and wakes waiters. Called exactly once.
   void complete(Status status) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      status_ = std::move(status);
-    }
+    // Written once, before done_ is published with release: a reader that saw
+    // done() (acquire) reads it without a lock, and nothing writes it again.
+    status_ = std::move(status);
     done_.store(true, std::memory_order_release);
     signal_.notify();
   }
 
-  // Valid once done().
-  Status status() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return status_;
-  }
+  // Valid once done() returned true on the calling thread.
+  const Status& status() const { return status_; }
+  bool ok() const { return status_.isOk(); }
 
   // Blocks until done (spin, yield, then futex sleep) or until `wait` expires.
   Status wait(const WaitContext& wait, const char* what) {
@@ -39,7 +35,6 @@ class Completion {
 
  private:
   std::atomic<bool> done_{false};
-  mutable std::mutex mu_;
   Status status_;
   WaitSignal signal_;
 };

@@ -123,6 +123,7 @@ const std::vector<KnobDoc>& configKnobs() {
       {"LOOM_CUDA_P2P", kDevices, "0", "1: same-host all-reduce of device buffers copies directly between the devices instead of staging through pinned host memory; set it alike on every rank", "src/device"},
       {"LOOM_NET_GDR", kDevices, "0", "1: across hosts, device buffers go through the RDMA NIC (GPUDirect RDMA) when every rank can; set it alike on every rank (all join an agreement at creation)", "src/device"},
       {"LOOM_CUDA_COPY_CHUNK", kDevices, "8M", "bytes per copy between a device buffer and its pinned host staging buffer; K/M/G suffixes; at least 4K", "src/device"},
+      {"LOOM_ASYNC_INLINE_US", kWaits, "20", "a collective of at most 64 KiB on an idle host stream runs on the calling thread, as a blocking call does, when every peer has started it within this many microseconds (polled); otherwise the communicator's worker thread runs it and the call returns. The call never waits for a peer longer than this; 0: always the worker (0..1000)", "src/comm"},
       {"LOOM_CHECK", kDiagnostics, "0", "1: before moving data, every collective exchanges (sequence number, type, count, dtype, op, root) among all ranks and fails on every rank, naming each rank's call, if they differ; rank 0's setting applies to all", "src/diagnostics"},
       {"LOOM_FLIGHT_RECORDER_ENTRIES", kDiagnostics, "64", "operations each communicator keeps (state, progress, timestamps) for the dump on a timeout, loomCommAbort or LOOM_DUMP_ON_SIGNAL; 0 keeps none (0..1000000)", "src/diagnostics"},
       {"LOOM_DUMP_ON_SIGNAL", kDiagnostics, "", "signal (SIGUSR1, USR2, or a number) that makes every communicator dump its flight recorder to the log and LOOM_DUMP_DIR", "src/diagnostics"},
@@ -292,6 +293,9 @@ Config Config::fromEnv(std::vector<std::string>* warnings) {
     int on = 1;
     if (!parseInt(v, 0, 1, &on)) warn("LOOM_TUNER_ONLINE", v, "expected 0 or 1");
     else c.onlineTuning = on == 1;
+  }
+  if (const char* v = readKnob("LOOM_ASYNC_INLINE_US"); v && *v) {
+    if (!parseInt(v, 0, 1000, &c.asyncInlineMicros)) warn("LOOM_ASYNC_INLINE_US", v, "expected 0..1000");
   }
   if (const char* v = readKnob("LOOM_CHECK"); v && *v) {
     int on = 0;

@@ -37,6 +37,7 @@ struct Config {
   std::string tuningFile;              // LOOM_TUNING_FILE: cost-model parameters (empty: built-in)
   bool deterministic = false;          // LOOM_DETERMINISTIC: run-to-run identical float reductions
   bool onlineTuning = true;            // LOOM_TUNER_ONLINE: time close candidates of repeated calls, keep the fastest
+  int asyncInlineMicros = 20;          // LOOM_ASYNC_INLINE_US: how long a small call on an idle stream polls for its peers to run it inline (0: never inline)
   bool check = false;                  // LOOM_CHECK: cross-check every collective's arguments across ranks
   int flightRecorderEntries = 64;      // LOOM_FLIGHT_RECORDER_ENTRIES: operations kept for dumps (0: none)
   std::string dumpOnSignal;            // LOOM_DUMP_ON_SIGNAL: signal that dumps the flight recorder (empty: none)

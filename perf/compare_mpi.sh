@@ -1,55 +1,64 @@
 #!/usr/bin/env bash
-# Compares Loom's all_reduce_perf with the Open MPI baseline (mpi_all_reduce_perf)
-# on this machine, for 2 and 4 ranks (one process per rank), over the same sweep.
+# Compares Loom's all-reduce with the CPU libraries a user could pick instead:
+# Open MPI, MPICH, Intel MPI, oneCCL and gloo, on this machine, for 2 and 4
+# ranks (one process per rank, shared memory), in one run.
 #
 # Usage: perf/compare_mpi.sh [BUILD_DIR]      (default: $LOOM_BUILD_DIR, else ./build)
-# Builds nothing: BUILD_DIR/bin must hold loomrun, all_reduce_perf and, for the
-# baseline, mpi_all_reduce_perf (and loom_vs_mpi_latency for the last section:
-# the 8 B ratio with both libraries in the same processes).
+# BUILD_DIR/bin must hold loomrun and all_reduce_perf, and for Open MPI
+# mpi_all_reduce_perf (configured with LOOM_WITH_MPI=ON). The other baselines
+# are built or installed here, under BASELINES (default <repo>/.baselines,
+# git-ignored), when their packages can be had:
+#   MPICH      Debian's mpich + libmpich-dev (apt-get, as root, when missing);
+#              mpi_all_reduce_perf.cc compiled with mpicxx.mpich
+#   Intel MPI  PyPI's impi-rt + impi-devel in BASELINES/venv, running the MPICH
+#              build (the same ABI, libmpi.so.12) with I_MPI_FABRICS=shm
+#   oneCCL     PyPI's oneccl-cpu + oneccl-cpu-devel in the same venv;
+#              mpi_all_reduce_perf.cc with LOOM_PERF_ONECCL, libccl.a linked in,
+#              started by Intel MPI's mpiexec, CCL_ATL_TRANSPORT=mpi
+#   gloo       PyTorch's gloo backend from Debian's python3-torch
+#              (perf/gloo/gloo_all_reduce_perf.py; its time includes the Python call)
+# A library that cannot be had is reported as absent, with the reason, and its
+# column shows "-". BASELINES_INSTALL=0 installs nothing (uses what is there).
+# The venv's packages go in with --no-deps: impi-rt asks for libfabric, which
+# shared memory does not use.
 #
-# What is reported: for each size, the median over REPS runs of the out-of-place
-# time per all-reduce (each run's time is the mean over -n iterations after -w
-# warm-ups, averaged over ranks: nccl-tests' -a 1), and the bus bandwidth of
-# that median time (S / t x 2(n-1)/n).
-# The sweep is -b 8 -e 64M -f 4 (8 B .. 32 MiB) plus a run at exactly 64 MiB,
-# since 64 MiB is not a power of 4 times 8. The first repetition checks every
-# result (-c 1); the others only time (-c 0).
-# Each run also measures the host's stream bandwidth (all_reduce_perf's
-# --mem-bound 1) and prints, per size >= 1 MiB, the share of the memory-traffic
-# bound achieved ((3n-1) x size / stream bandwidth / time; perf/README.md);
-# the table shows its median, and Loom's algorithm column.
+# Loom runs twice per round: blocking calls (-z 1, returning when done, like
+# MPI_Allreduce) and calls on a stream (-z 0, nccl-tests' default).
+# Every library runs every round, in an order that rotates by one each round,
+# so none always follows the same one. Each run's time per size is the mean
+# over -n calls after -w warm-ups, averaged over ranks (all_reduce_perf's -a 1);
+# the table shows the median over REPS rounds. The first round checks results (-c 1).
+# Sizes up to 8 KiB run with SMALL_ITERS calls after SMALL_WARMUP, from 16 KiB
+# to 1 MiB with ITERS after MID_WARMUP (Loom's online tuner explores a size's
+# first calls: README), larger ones with ITERS after LARGE_WARMUP.
 #
-# The summary checks Loom's targets against Open MPI: 8 B latency Loom/MPI <= 0.8 at 2
-# ranks and <= 1.0 at 4 ranks, 64 MiB busbw Loom/MPI >= 1.5, and a 64 MiB
-# memory-bound share >= 60%.
+# Knobs: SIZES ("8 1K 64K 1M 16M 64M"), RANKS ("2 4"), REPS (5), ITERS (20),
+# SMALL_ITERS (2000), SMALL_WARMUP (500), MID_WARMUP (400), LARGE_WARMUP (10),
+# LIBRARIES (all: loom-blocking loom-stream openmpi mpich intelmpi oneccl gloo),
+# BASELINES, BASELINES_INSTALL (1), MPIRUN_ARGS (extra Open MPI flags);
+# BEFORE=OTHER_BUILD_DIR adds that build's Loom (blocking) to the rounds and
+# prints after/before per size (a refactor that must not change performance).
 #
-# Sizes up to 8 KiB run separately with SMALL_ITERS (2000) after SMALL_WARMUP (500),
-# SMALL_REPS times (15): such a run lasts a few milliseconds, and this machine
-# switches between states that last seconds (2 ranks at 8 B: 0.15, 0.23 or
-# 0.45 us a call, for both libraries), so a median of 5 short runs is mostly
-# a draw of states; the extra runs alternate the two libraries like the rest.
-# BEFORE=OTHER_BUILD_DIR adds a third library in the same alternating rounds:
-# Loom as built in OTHER_BUILD_DIR (e.g. the previous commit), with the same
-# flags, and prints its median time and the after/before ratio per size (a
-# refactor that must not change performance keeps them within a few percent).
-# Environment knobs: REPS (5), SMALL_REPS (15), ITERS (20), MID_WARMUP (400), LARGE_WARMUP (25), RANKS ("2 4"),
-# DTYPE (float), OP (sum), MPIRUN_ARGS (extra mpirun flags).
-#
-# Open MPI 4.1 is run on loopback shared memory only: --mca btl self,vader,
-# --bind-to none (loomrun does not pin either), --oversubscribe (4 ranks on
-# fewer cores), and --allow-run-as-root when run as root. Nothing else is set.
+# Printed: per rank count, one row per size with every library's median time
+# (us), then Loom's time over the best other library's, for each mode (< 1:
+# Loom is faster; the issue's target is <= 0.9), and stream over blocking at
+# the smallest size (target <= 1.3).
 set -euo pipefail
 
-build=${1:-${LOOM_BUILD_DIR:-./build}}
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${1:-${LOOM_BUILD_DIR:-$root/build}}
 bin=$build/bin
+base=${BASELINES:-$root/.baselines}
+install=${BASELINES_INSTALL:-1}
 reps=${REPS:-5}
 iters=${ITERS:-20}
 small_iters=${SMALL_ITERS:-2000}
 small_warmup=${SMALL_WARMUP:-500}
-small_reps=${SMALL_REPS:-15}
+mid_warmup=${MID_WARMUP:-400}
+large_warmup=${LARGE_WARMUP:-10}
 ranks_list=${RANKS:-"2 4"}
-dtype=${DTYPE:-float}
-op=${OP:-sum}
+sizes_text=${SIZES:-"8 1K 64K 1M 16M 64M"}
+libraries=${LIBRARIES:-"loom-blocking loom-stream openmpi mpich intelmpi oneccl gloo"}
 
 for tool in loomrun all_reduce_perf; do
   if [[ ! -x $bin/$tool ]]; then
@@ -57,247 +66,239 @@ for tool in loomrun all_reduce_perf; do
     exit 2
   fi
 done
+perf_base=$build/lib/libloom_perf_base.a
 
-have_mpi=1
-if ! command -v mpirun >/dev/null 2>&1; then
-  have_mpi=0; mpi_missing="mpirun is not installed"
-elif [[ ! -x $bin/mpi_all_reduce_perf ]]; then
-  have_mpi=0; mpi_missing="$bin/mpi_all_reduce_perf was not built (Open MPI not found at configure time?)"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$base/bin"
+declare -A absent=()
+
+note() { echo "# $*"; }
+
+# apt_have PACKAGE...: true when every package is installed, after trying apt-get as root.
+apt_have() {
+  local missing=()
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  ((${#missing[@]} == 0)) && return 0
+  [[ $install == 1 && $(id -u) -eq 0 ]] && command -v apt-get >/dev/null || return 1
+  apt-get install -y -q "${missing[@]}" >"$work/apt.log" 2>&1 || { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q "${missing[@]}" >"$work/apt.log" 2>&1; }
+}
+
+# stale TARGET SOURCE...: true when TARGET is missing or older than a source.
+stale() {
+  local target=$1; shift
+  [[ -x $target ]] || return 0
+  for s in "$@"; do [[ $s -nt $target ]] && return 0; done
+  return 1
+}
+
+# --- Open MPI: the build's mpi_all_reduce_perf (linked against Open MPI at configure time)
+openmpi_run=(mpirun.openmpi --oversubscribe --mca btl self,vader --bind-to none)
+[[ $(id -u) -eq 0 ]] && openmpi_run+=(--allow-run-as-root)
+# shellcheck disable=SC2206  # word splitting of user-given flags is intended
+[[ -n ${MPIRUN_ARGS:-} ]] && openmpi_run+=($MPIRUN_ARGS)
+if ! command -v mpirun.openmpi >/dev/null; then absent[openmpi]="mpirun.openmpi is not installed (Debian: openmpi-bin)"
+elif [[ ! -x $bin/mpi_all_reduce_perf ]]; then absent[openmpi]="$bin/mpi_all_reduce_perf was not built (configure with -DLOOM_WITH_MPI=ON)"
 fi
 
-mpirun_cmd=(mpirun --oversubscribe --mca btl self,vader --bind-to none)
-[[ $(id -u) -eq 0 ]] && mpirun_cmd+=(--allow-run-as-root)
-# shellcheck disable=SC2206  # word splitting of user-given flags is intended
-[[ -n ${MPIRUN_ARGS:-} ]] && mpirun_cmd+=($MPIRUN_ARGS)
+mpi_source=$root/perf/mpi/mpi_all_reduce_perf.cc
+flags=(-std=c++20 -O2 -I"$root" -I"$root/include" -DMPICH_SKIP_MPICXX -DOMPI_SKIP_MPICXX)
+
+# --- MPICH: the same source, compiled with MPICH's wrapper
+mpich_tool=$base/bin/mpich_all_reduce_perf
+if [[ ! -f $perf_base ]]; then
+  absent[mpich]="$perf_base not found (build all_reduce_perf)"
+elif ! apt_have mpich libmpich-dev; then
+  absent[mpich]="Debian's mpich/libmpich-dev are not installed and could not be"
+elif stale "$mpich_tool" "$mpi_source" "$perf_base" && ! mpicxx.mpich "${flags[@]}" "$mpi_source" "$perf_base" -o "$mpich_tool" >"$work/mpich.log" 2>&1; then
+  absent[mpich]="mpicxx.mpich failed: $(head -c 300 "$work/mpich.log")"
+fi
+
+# --- Intel MPI and oneCCL: PyPI packages in a project-local venv
+venv=$base/venv
+if [[ $install == 1 && ! -x $venv/bin/mpiexec.hydra ]]; then
+  { python3 -m venv "$venv" && "$venv/bin/pip" install -q --no-deps impi-rt impi-devel; } >"$work/impi.log" 2>&1 || true
+fi
+if [[ $install == 1 && -x $venv/bin/pip && ! -f $venv/lib/ccl/cpu/lib/libccl.a ]]; then
+  "$venv/bin/pip" install -q --no-deps oneccl-cpu oneccl-cpu-devel >"$work/ccl.log" 2>&1 || true
+fi
+intel_env=(env I_MPI_ROOT="$venv" LD_LIBRARY_PATH="$venv/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" I_MPI_FABRICS=shm)
+[[ $(id -u) -eq 0 ]] && intel_env+=(I_MPI_HYDRA_BOOTSTRAP=fork)
+intel_run=("${intel_env[@]}" "$venv/bin/mpiexec.hydra")
+if [[ ! -x $venv/bin/mpiexec.hydra ]]; then
+  absent[intelmpi]="PyPI's impi-rt is not installed in $venv and could not be: $(tail -c 300 "$work/impi.log" 2>/dev/null)"
+elif [[ -n ${absent[mpich]:-} ]]; then
+  absent[intelmpi]="runs the MPICH build, which is absent"
+fi
+ccl_tool=$base/bin/oneccl_all_reduce_perf
+stubs=$root/perf/mpi/oneccl_link_stubs.c
+ccl_lib=$venv/lib/ccl/cpu/lib/libccl.a
+if [[ ! -f $ccl_lib || ! -f $venv/include/oneapi/ccl.hpp ]]; then
+  absent[oneccl]="PyPI's oneccl-cpu(-devel) are not installed in $venv and could not be"
+elif [[ -n ${absent[intelmpi]:-} ]]; then
+  absent[oneccl]="starts through Intel MPI, which is absent"
+# The wheel's libccl.so asks for a libccl.so.2 it does not ship, and its
+# lib/libccl.a is the SYCL build: link the CPU build's static library, with
+# oneccl_link_stubs.c for the Intel-compiler and ittnotify symbols it expects.
+elif stale "$ccl_tool" "$mpi_source" "$perf_base" "$stubs" && ! { gcc -O2 -c "$stubs" -o "$work/stubs.o" &&
+    g++ "${flags[@]}" -DLOOM_PERF_ONECCL -I"$venv/include" "$mpi_source" "$work/stubs.o" "$perf_base" "$ccl_lib" \
+      -L"$venv/lib" -Wl,-rpath,"$venv/lib" -lmpi -lhwloc -ldl -lpthread -o "$ccl_tool"; } >"$work/ccl_build.log" 2>&1; then
+  absent[oneccl]="building against oneCCL failed: $(head -c 300 "$work/ccl_build.log")"
+fi
+
+# --- gloo: PyTorch's backend
+gloo_tool=$root/perf/gloo/gloo_all_reduce_perf.py
+if ! /usr/bin/python3 -c 'import torch.distributed as d; assert d.is_gloo_available()' >/dev/null 2>&1; then
+  if apt_have python3-torch; then :; else absent[gloo]="PyTorch with gloo is not importable by /usr/bin/python3 (Debian: python3-torch)"; fi
+fi
 
 before_bin=""
 if [[ -n ${BEFORE:-} ]]; then
   before_bin=$BEFORE/bin
-  for tool in loomrun all_reduce_perf; do
-    if [[ ! -x $before_bin/$tool ]]; then
-      echo "compare_mpi.sh: BEFORE=$BEFORE: $before_bin/$tool not found" >&2
-      exit 2
-    fi
-  done
+  [[ -x $before_bin/loomrun && -x $before_bin/all_reduce_perf ]] || { echo "compare_mpi.sh: BEFORE=$BEFORE has no loomrun/all_reduce_perf" >&2; exit 2; }
+  libraries="$libraries before"
 fi
 
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+run_libraries=()
+for lib in $libraries; do [[ -z ${absent[$lib]:-} ]] && run_libraries+=("$lib"); done
 
-common=(-d "$dtype" -o "$op" -n "$iters" -a 1)
+# Sizes in bytes, and the classes that set the call counts.
+sizes=()
+for s in $sizes_text; do
+  case $s in *K) s=$((${s%K} << 10)) ;; *M) s=$((${s%M} << 20)) ;; esac
+  sizes+=("$s")
+done
 
-small_range="-b 8 -e 8K -f 4"
-mid_range="-b 32K -e 512K -f 4"
-all_ranges=("$small_range" "$mid_range" "-b 2M -e 32M -f 4" "-b 64M -e 64M")
-# Warm-ups that cover Loom's first exploration of each size (online tuning,
-# README: up to 384 calls below 64 KiB, 96 below 1 MiB, 24 above), so that
-# the timed calls measure what a loop repeating the call gets; MPI gets the same.
-mid_warmup=${MID_WARMUP:-400}
-large_warmup=${LARGE_WARMUP:-25}
-
-# run_tool LIBRARY NRANKS REP RANGE...: appends the tool's table rows to $work/LIBRARY.NRANKS.REP
-run_tool() {
-  local library=$1 n=$2 rep=$3 check=0 out=$work/$1.$2.$3
-  shift 3
-  [[ $rep -eq 1 ]] && check=1
-  # -z 1: blocking calls on Loom's NULL stream, like MPI_Allreduce.
-  # --mem-bound 1 --algo-column: the bound share and the algorithm after nccl-tests' columns.
-  local extra=(--mem-bound 1 --algo-column)
-  local launcher=("$bin/loomrun" -n "$n" --no-tag-output "$bin/all_reduce_perf" -z 1 "${extra[@]}")
-  [[ $library == mpi ]] && launcher=("${mpirun_cmd[@]}" -np "$n" "$bin/mpi_all_reduce_perf" "${extra[@]}")
-  if [[ $library == before ]]; then
-    # A build from before these flags prints both columns by default.
-    "$before_bin/all_reduce_perf" -h | grep -q -- --mem-bound || extra=()
-    launcher=("$before_bin/loomrun" -n "$n" --no-tag-output "$before_bin/all_reduce_perf" -z 1 "${extra[@]}")
-  fi
-  # Sizes up to 8 KiB get their own run with many more warm-up and timed
-  # calls: both libraries set connections up lazily, and with -w 5 the first
-  # row of a run still measures that (Open MPI's 8 B: 1.7 us at -w 5, 0.55 us
-  # at -w 100), which would decide the latency comparison.
-  local small=(-n "$small_iters" -w "$small_warmup")
-  for range in "$@"; do
-    local counts=("${common[@]}" -w "$large_warmup")
-    [[ $range == "$mid_range" ]] && counts=("${common[@]}" -w "$mid_warmup")
-    [[ $range == "$small_range" ]] && counts=("${common[@]}" "${small[@]}")
-    # shellcheck disable=SC2086  # $range holds several flags
-    if ! "${launcher[@]}" $range -c "$check" "${counts[@]}" >"$out.log" 2>&1; then
-      echo "compare_mpi.sh: $library with $n ranks failed (repetition $rep):" >&2
-      tail -20 "$out.log" >&2
-      exit 1
-    fi
-    grep -v '^#' "$out.log" | grep -E '^ *[0-9]' >>"$out" || true
-    grep '^# Stream bandwidth:' "$out.log" >>"$out.streams" || true
-  done
+# launcher LIBRARY NRANKS: the command line that runs LIBRARY's tool with NRANKS ranks.
+launcher() {
+  local n=$2
+  case $1 in
+    loom-blocking) echo "$bin/loomrun -n $n --no-tag-output $bin/all_reduce_perf -z 1" ;;
+    loom-stream) echo "$bin/loomrun -n $n --no-tag-output $bin/all_reduce_perf -z 0" ;;
+    before) echo "$before_bin/loomrun -n $n --no-tag-output $before_bin/all_reduce_perf -z 1" ;;
+    openmpi) echo "${openmpi_run[*]} -np $n $bin/mpi_all_reduce_perf" ;;
+    mpich) echo "mpiexec.mpich -n $n $mpich_tool" ;;
+    intelmpi) echo "${intel_run[*]} -n $n $mpich_tool" ;;
+    oneccl) echo "${intel_run[*]} -n $n env CCL_ATL_TRANSPORT=mpi CCL_LOG_LEVEL=error $ccl_tool" ;;
+    gloo) echo "/usr/bin/python3 $gloo_tool --np $n" ;;
+  esac
 }
 
-echo "# Loom vs Open MPI all-reduce on $(hostname) ($(nproc) cores), $dtype $op, out-of-place"
-echo "# median of $reps runs (sizes up to 8 KiB: $small_reps runs of -n $small_iters after -w $small_warmup);"
-echo "# each run: -n $iters timed iterations after -w $mid_warmup (32-512 KiB) or -w $large_warmup (from 2 MiB), time averaged over ranks;"
-echo "# busbw (GB/s) = size / median time x 2(n-1)/n; both sides make blocking calls (Loom: -z 1, NULL stream)"
-echo "# time ratio = MPI time / Loom time and busbw ratio = Loom busbw / MPI busbw: > 1 means Loom is faster"
-[[ -n $before_bin ]] && echo "# before = Loom as built in $BEFORE, run in the same alternating rounds; after/before = this build's time / that build's time"
-[[ $have_mpi -eq 0 ]] && echo "# Open MPI baseline unavailable: $mpi_missing; showing Loom alone"
+# run_size LIBRARY NRANKS ROUND SIZE: appends the tool's row for SIZE to $work/LIBRARY.NRANKS.
+run_size() {
+  local library=$1 n=$2 round=$3 size=$4 check=0 counts
+  [[ $round -eq 1 ]] && check=1
+  if ((size <= 8192)); then counts="-n $small_iters -w $small_warmup"
+  elif ((size <= 1 << 20)); then counts="-n $iters -w $mid_warmup"
+  else counts="-n $iters -w $large_warmup"; fi
+  local log=$work/run.log
+  # shellcheck disable=SC2046  # the launcher and the counts are several words
+  if ! timeout 600 $(launcher "$library" "$n") -b "$size" -e "$size" -d float -o sum -a 1 -c "$check" $counts >"$log" 2>&1; then
+    echo "compare_mpi.sh: $library with $n ranks at $size B failed (round $round):" >&2
+    tail -20 "$log" >&2
+    echo "$size FAILED" >>"$work/$library.$n"
+    return 0
+  fi
+  grep -v '^#' "$log" | grep -E '^ *[0-9]' | awk -v s="$size" '$1 == s {print $1, $6, $9; exit}' >>"$work/$library.$n"
+}
+
+echo "# Loom vs CPU libraries, all-reduce float32 sum, out-of-place (gloo: in place), $(hostname), $(nproc) cores"
+echo "# median of $reps rounds, library order rotating per round; per run: sizes <= 8 KiB -n $small_iters -w $small_warmup,"
+echo "# <= 1 MiB -n $iters -w $mid_warmup, larger -n $iters -w $large_warmup; time per call in us, averaged over ranks"
+for lib in $libraries; do
+  if [[ -n ${absent[$lib]:-} ]]; then note "$lib: absent: ${absent[$lib]}"; else note "$lib: $(launcher "$lib" N)"; fi
+done
 
 for n in $ranks_list; do
-  for ((rep = 1; rep <= reps || rep <= small_reps; ++rep)); do
-    ranges=("${all_ranges[@]}")
-    ((rep > reps)) && ranges=("$small_range")
-    # With BEFORE, odd rounds run the other build first, so neither build always follows MPI.
-    if [[ -n $before_bin ]] && ((rep % 2)); then run_tool before "$n" "$rep" "${ranges[@]}"; fi
-    run_tool loom "$n" "$rep" "${ranges[@]}"
-    if [[ -n $before_bin ]] && ! ((rep % 2)); then run_tool before "$n" "$rep" "${ranges[@]}"; fi
-    [[ $have_mpi -eq 1 ]] && run_tool mpi "$n" "$rep" "${ranges[@]}"
+  for ((round = 1; round <= reps; ++round)); do
+    count=${#run_libraries[@]}
+    for ((k = 0; k < count; ++k)); do
+      lib=${run_libraries[$(((k + round - 1) % count))]}
+      for size in "${sizes[@]}"; do run_size "$lib" "$n" "$round" "$size"; done
+    done
   done
 done
 
-python3 - "$work" "$((reps > small_reps ? reps : small_reps))" "$have_mpi" "${before_bin:+1}" $ranks_list <<'PY'
-import os, statistics, sys
-work, reps, have_mpi, have_before, ranks = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1", sys.argv[4] == "1", sys.argv[5:]
+python3 - "$work" "$libraries" "${run_libraries[*]}" "${sizes[*]}" $ranks_list <<'PY'
+import statistics, sys
+work, libraries, ran, sizes, ranks = sys.argv[1], sys.argv[2].split(), set(sys.argv[3].split()), \
+    [int(s) for s in sys.argv[4].split()], sys.argv[5:]
+LOOM = {"loom-blocking", "loom-stream", "before"}
+others = [l for l in libraries if l not in LOOM]
+TARGET, STREAM_TARGET = 0.9, 1.3
 
-def load(library, n):
-    """size -> (median time us, its busbw in GB/s, total wrong, median memory-bound
-    share or None, most frequent algorithm) over the repetitions.
-
-    busbw is recomputed from the median time (S/t x 2(n-1)/n) rather than read
-    from the tools' two-decimal column, so small sizes keep their precision.
-    The share (column 14) and the algorithm (the last column) come after
-    nccl-tests' 13 columns; the share is there when the run measured it."""
-    times, wrong, shares, algos = {}, {}, {}, {}
-    factor = 2 * (int(n) - 1) / int(n)
-    for rep in range(1, reps + 1):  # runs beyond REPS hold the small sizes only
-        with open(f"{work}/{library}.{n}.{rep}") as f:
+def load(lib, n):
+    times, wrong, failed = {}, {}, set()
+    try:
+        with open(f"{work}/{lib}.{n}") as f:
             for line in f:
                 cols = line.split()
                 size = int(cols[0])
-                times.setdefault(size, []).append(float(cols[5]))
-                if cols[8] != "N/A":
-                    wrong[size] = wrong.get(size, 0) + int(cols[8]) + int(cols[12])
-                if len(cols) >= 16 and cols[13] != "-":
-                    shares.setdefault(size, []).append(float(cols[13]))
-                if len(cols) >= 14:
-                    algos.setdefault(size, []).append(cols[-1])
-    result = {}
-    for size, samples in times.items():
-        t = statistics.median(samples)
-        share = statistics.median(shares[size]) if size in shares else None
-        algo = max(set(algos.get(size, ["-"])), key=algos.get(size, ["-"]).count)
-        result[size] = (t, size / (t * 1e3) * factor if t > 0 else 0.0, wrong.get(size, 0), share, algo)
-    return result
+                if cols[1] == "FAILED":
+                    failed.add(size)
+                    continue
+                times.setdefault(size, []).append(float(cols[1]))
+                if cols[2] not in ("N/A",):
+                    wrong[size] = wrong.get(size, 0) + int(cols[2])
+    except FileNotFoundError:
+        pass
+    return {s: statistics.median(t) for s, t in times.items()}, wrong, failed
 
-def streams(library, n):
-    """The stream bandwidths (GB/s) the runs measured."""
-    found = []
-    for rep in range(1, reps + 1):
-        if not os.path.exists(f"{work}/{library}.{n}.{rep}.streams"):
-            continue
-        with open(f"{work}/{library}.{n}.{rep}.streams") as f:
-            found += [float(line.split()[3]) for line in f if line.startswith("# Stream bandwidth:")]
-    return found
+def human(size):
+    for unit, shift in (("MiB", 20), ("KiB", 10)):
+        if size >= 1 << shift and size % (1 << shift) == 0:
+            return f"{size >> shift} {unit}"
+    return f"{size} B"
 
-def ratio(a, b):
-    return f"{a / b:8.2f}" if b > 0 else "     n/a"
+def cell(t):
+    return f"{t:.2f}" if t < 10 else f"{t:.1f}" if t < 1000 else f"{t:.0f}"
 
-def share_text(s):
-    return f"{s:>6.1f}" if s is not None else f"{'-':>6}"
-
-summary = []
-before_ratios = []
+header = ["ranks", "size"] + libraries + ["blocking / best other", "stream / best other", "best other"]
+print("\n| " + " | ".join(header) + " |")
+print("|" + "---|" * len(header))
+misses, notes = [], []
 for n in ranks:
-    loom = load("loom", n)
-    mpi = load("mpi", n) if have_mpi else {}
-    before = load("before", n) if have_before else {}
-    print(f"\n## {n} ranks")
-    stream = statistics.median(streams("loom", n) or [0])
-    if stream:
-        print(f"# stream bandwidth {stream:.2f} GB/s (median over the Loom runs); %mem = share of the"
-              f" memory-traffic bound, {3 * int(n) - 1} x size / stream bandwidth / time")
-    if have_mpi:
-        print(f"{'size(B)':>10} {'loom(us)':>10} {'mpi(us)':>10} {'mpi/loom':>8} {'loom busbw':>11} {'mpi busbw':>10}"
-              f" {'loom/mpi':>8} {'loom%mem':>8} {'mpi%mem':>7}  loom algorithm")
-    else:
-        print(f"{'size(B)':>10} {'loom(us)':>10} {'loom busbw':>11} {'loom%mem':>8}  loom algorithm")
-    for size in sorted(loom):
-        lt, lb, _, ls, la = loom[size]
-        if have_mpi and size in mpi:
-            mt, mb, _, ms, _ = mpi[size]
-            print(f"{size:>10} {lt:>10.2f} {mt:>10.2f} {ratio(mt, lt)} {lb:>11.3f} {mb:>10.3f} {ratio(lb, mb)}"
-                  f"   {share_text(ls)} {share_text(ms):>7}  {la}")
-        else:
-            print(f"{size:>10} {lt:>10.2f} {lb:>11.3f}   {share_text(ls)}  {la}")
-    wrong = sum(v[2] for v in loom.values()) + sum(v[2] for v in mpi.values()) + sum(v[2] for v in before.values())
-    print(f"# wrong values in the checked run: {wrong}")
-    summary.append((n, loom, mpi))
-    if have_before:
-        print(f"# this build (after) vs BEFORE, same rounds")
-        print(f"{'size(B)':>10} {'after(us)':>10} {'before(us)':>10} {'after/before':>12}  after / before algorithm")
-        for size in sorted(loom):
-            if size not in before:
+    data = {lib: load(lib, n) for lib in libraries if lib in ran}
+    for size in sizes:
+        row, best = [n, human(size)], None
+        for lib in libraries:
+            t = data[lib][0].get(size) if lib in data else None
+            row.append(cell(t) if t is not None else ("absent" if lib not in ran else "failed"))
+            if lib in others and t is not None and (best is None or t < best[1]):
+                best = (lib, t)
+        for mode in ("loom-blocking", "loom-stream"):
+            t = data[mode][0].get(size) if mode in data else None
+            if t is None or best is None:
+                row.append("-")
                 continue
-            lt, bt = loom[size][0], before[size][0]
-            r = lt / bt if bt > 0 else float("nan")
-            before_ratios.append((n, size, r))
-            print(f"{size:>10} {lt:>10.2f} {bt:>10.2f} {r:>12.3f}  {loom[size][4]} / {before[size][4]}")
+            r = t / best[1]
+            row.append(f"**{r:.2f}**" if r > TARGET else f"{r:.2f}")
+            if r > TARGET:
+                misses.append(f"{n} ranks {human(size)} {mode}: {r:.2f} x {best[0]}")
+        row.append(best[0] if best else "-")
+        print("| " + " | ".join(str(c) for c in row) + " |")
+    for lib, (_, wrong, failed) in data.items():
+        if sum(wrong.values()):
+            notes.append(f"{n} ranks {lib}: {sum(wrong.values())} wrong values in the checked round")
+        if failed:
+            notes.append(f"{n} ranks {lib}: failed at {', '.join(human(s) for s in sorted(failed))}")
 
-if before_ratios:
-    print("\n## after/before: this build's median time over BEFORE's, per size (1.000 = the same)")
-    for n in ranks:
-        rs = [r for m, _, r in before_ratios if m == n]
-        worst = max(rs, key=lambda r: abs(r - 1))
-        within = sum(abs(r - 1) <= 0.05 for r in rs)
-        print(f"{n} ranks: median {statistics.median(rs):.3f}, furthest from 1: {worst:.3f},"
-              f" within 5%: {within} of {len(rs)} sizes")
-
-# Loom's targets; "met"/"MISSED" compare the medians above.
-LATENCY_TARGET = {"2": 0.8, "4": 1.0}  # Loom/MPI time at the smallest size, at most
-BUSBW_TARGET = 1.5                     # Loom/MPI busbw at 64 MiB, at least
-SHARE_TARGET = 60.0                    # Loom's memory-bound share at 64 MiB (%), at least
-LARGE = 64 << 20
-
-def verdict(ok):
-    return "met" if ok else "MISSED"
-
-print("\n## summary: the targets (Loom/MPI time ratios < 1 and busbw ratios > 1 mean Loom is faster)")
-for n, loom, mpi in summary:
-    small = min(loom)
-    large = LARGE if LARGE in loom else max(loom)
-    lt = loom[small][0]
-    if have_mpi and small in mpi:
-        r = lt / mpi[small][0]
-        target = LATENCY_TARGET.get(n)
-        goal = f"target <= {target:.2f}: {verdict(r <= target)}" if target else "no target at this rank count"
-        print(f"{n} ranks: {small} B latency loom {lt:.2f} us, mpi {mpi[small][0]:.2f} us, loom/mpi {r:.2f} ({goal})")
-    else:
-        print(f"{n} ranks: {small} B latency loom {lt:.2f} us")
-    lb = loom[large][1]
-    if have_mpi and large in mpi and mpi[large][1] > 0:
-        r = lb / mpi[large][1]
-        print(f"{n} ranks: {large >> 20} MiB busbw loom {lb:.3f} GB/s, mpi {mpi[large][1]:.3f} GB/s, loom/mpi {r:.2f}"
-              f" (target >= {BUSBW_TARGET:.1f}: {verdict(r >= BUSBW_TARGET)})")
-    else:
-        print(f"{n} ranks: {large >> 20} MiB busbw loom {lb:.3f} GB/s")
-    share = loom[large][3]
-    if share is not None:
-        mpi_share = mpi[large][3] if large in mpi and mpi[large][3] is not None else None
-        also = f"; mpi {mpi_share:.1f}%" if mpi_share is not None else ""
-        print(f"{n} ranks: {large >> 20} MiB memory-bound share loom {share:.1f}%{also}"
-              f" (target >= {SHARE_TARGET:.0f}%: {verdict(share >= SHARE_TARGET)})")
-    else:
-        print(f"{n} ranks: {large >> 20} MiB memory-bound share not measured")
+print(f"\n# targets: Loom / best other <= {TARGET} per size and mode; stream / blocking <= {STREAM_TARGET} at the smallest size")
+for n in ranks:
+    b = load("loom-blocking", n)[0] if "loom-blocking" in ran else {}
+    s = load("loom-stream", n)[0] if "loom-stream" in ran else {}
+    small = min(sizes)
+    if small in b and small in s:
+        r = s[small] / b[small]
+        print(f"{n} ranks: stream / blocking at {human(small)}: {s[small]:.2f} / {b[small]:.2f} us = {r:.2f}"
+              f" ({'met' if r <= STREAM_TARGET else 'MISSED'})")
+    if "before" in ran and b:
+        before = load("before", n)[0]
+        pairs = [(z, b[z] / before[z]) for z in sizes if z in b and z in before]
+        print(f"{n} ranks: after/before (blocking) " + ", ".join(f"{human(z)} {r:.3f}" for z, r in pairs))
+print(f"# cells over {TARGET}: {len(misses)}" + ("" if not misses else ": " + "; ".join(misses)))
+for line in notes:
+    print("# " + line)
 PY
-
-# The smallest size once more, with both libraries in the same processes
-# (loom_vs_mpi_latency: alternating blocks, ABBA), so that both see the same
-# machine state; the separate runs above can land in different ones.
-paired=$bin/loom_vs_mpi_latency
-if [[ $have_mpi -eq 1 && -x $paired ]]; then
-  echo
-  echo "## 8 B latency, Loom and Open MPI in the same processes ($(basename "$paired"), 40 block pairs of 2000 calls)"
-  for n in $ranks_list; do
-    line=$("${mpirun_cmd[@]}" -np "$n" "$paired" -b 8 -e 8 --blocks 40 --iters 2000 | grep -v '^#')
-    read -r size loom_us mpi_us ratio_median q25 q75 <<<"$line"
-    target=$([[ $n == 2 ]] && echo 0.8 || echo 1.0)
-    verdict=$(python3 -c "print('met' if $ratio_median <= $target else 'MISSED')")
-    echo "$n ranks: $size B loom $loom_us us, mpi $mpi_us us, loom/mpi median of block pairs $ratio_median" \
-      "(quartiles $q25-$q75; target <= $target: $verdict)"
-  done
-fi

@@ -9,6 +9,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenmpi-dev openmpi-bin      # optional baseline for perf/compare_mpi.sh
   mpich                           # MPICH's launcher (mpiexec.hydra) for the launch tests; Open MPI keeps mpirun (higher priority)
+  libmpich-dev                    # optional: the MPICH and Intel MPI baselines of perf/compare_mpi.sh
   gnuplot-nox                     # optional: the PNGs of perf/sweep_algorithms.sh
   python3 procps iproute2 iperf3  # iperf3: perf/multihost_bench.sh (the network baseline)
   libhwloc-dev                    # topology (src/topology): cores, NUMA nodes, caches, NICs, GPUs

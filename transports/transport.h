@@ -100,6 +100,11 @@ class Bulletin {
   // Waits for `peer`'s message of the round this rank posted last and copies
   // it to `out`; an error if it is not `bytes` long.
   virtual Status read(int peer, void* out, size_t bytes, const WaitContext& wait) = 0;
+  // Publishes that this rank has started its collective number `seq` (1, 2,
+  // ... in call order, counted alike on every rank) on the communicator.
+  virtual void announceStart(uint64_t seq) = 0;
+  // Whether every peer has announced `seq` or later.
+  virtual bool peersStarted(uint64_t seq) const = 0;
 };
 
 // Everything a transport needs while connecting a communicator.

@@ -5,11 +5,25 @@
 // MPI has no avg: it runs as MPI_SUM followed by a local division, inside the
 // timed region, since Loom's avg includes its division too. MPI has no half
 // or bfloat16 type: -d all skips them and asking for them is an error.
+//
+// The same file, compiled with LOOM_PERF_ONECCL, is the oneCCL baseline
+// (oneccl_all_reduce_perf, built by perf/compare_mpi.sh where oneCCL is
+// installed): MPI still starts the ranks and carries the harness's own small
+// reductions and oneCCL's key-value store address, and the timed call is
+// ccl::allreduce, waited on before launch() returns, as MPI_Allreduce is.
+// The library column names whichever MPI the binary runs on (Open MPI,
+// MPICH or Intel MPI: the MPICH build runs on Intel MPI's ABI-compatible
+// libmpi.so.12), or oneCCL.
 #include <mpi.h>
+#ifdef LOOM_PERF_ONECCL
+#include <oneapi/ccl.hpp>
+#endif
 
 #include <climits>
 #include <cstdio>
+#include <cstring>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "perf/harness/datatypes.h"
@@ -53,6 +67,62 @@ void divideInPlace(loomDataType_t type, void* buffer, size_t count, int nranks) 
   });
 }
 
+#ifdef LOOM_PERF_ONECCL
+ccl::datatype cclType(loomDataType_t type) {
+  switch (type) {
+    case loomInt8: return ccl::datatype::int8;
+    case loomUint8: return ccl::datatype::uint8;
+    case loomInt32: return ccl::datatype::int32;
+    case loomUint32: return ccl::datatype::uint32;
+    case loomInt64: return ccl::datatype::int64;
+    case loomUint64: return ccl::datatype::uint64;
+    case loomFloat64: return ccl::datatype::float64;
+    default: return ccl::datatype::float32;  // mpiType() admits no other type
+  }
+}
+
+ccl::reduction cclOp(loomRedOp_t op) {
+  switch (op) {
+    case loomProd: return ccl::reduction::prod;
+    case loomMax: return ccl::reduction::max;
+    case loomMin: return ccl::reduction::min;
+    default: return ccl::reduction::sum;
+  }
+}
+
+// One oneCCL communicator over MPI_COMM_WORLD: rank 0 makes the main
+// key-value store, and its address reaches the others by MPI_Bcast.
+ccl::communicator makeCclComm() {
+  int rank = 0, nranks = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+  ccl::init();
+  ccl::shared_ptr_class<ccl::kvs> kvs;
+  ccl::kvs::address_type address;
+  if (rank == 0) {
+    kvs = ccl::create_main_kvs();
+    address = kvs->get_address();
+  }
+  MPI_Bcast(address.data(), static_cast<int>(address.size()), MPI_BYTE, 0, MPI_COMM_WORLD);
+  if (rank != 0) kvs = ccl::create_kvs(address);
+  return ccl::create_communicator(nranks, rank, kvs);
+}
+#endif
+
+// The library the timed calls go to, for the header.
+std::string libraryName() {
+#ifdef LOOM_PERF_ONECCL
+  return "oneccl";
+#else
+  char text[MPI_MAX_LIBRARY_VERSION_STRING] = "";
+  int length = 0;
+  MPI_Get_library_version(text, &length);
+  if (std::strstr(text, "Intel")) return "intelmpi";
+  if (std::strstr(text, "MPICH")) return "mpich";
+  return "openmpi";
+#endif
+}
+
 class MpiExecutor final : public RankExecutor {
  public:
   MpiExecutor() {
@@ -64,6 +134,11 @@ class MpiExecutor final : public RankExecutor {
   int nranks() const override { return nranks_; }
 
   void launch(const CollArgs& a) override {
+#ifdef LOOM_PERF_ONECCL
+    ccl::allreduce(a.sendbuff, a.recvbuff, a.count, cclType(a.type), cclOp(a.op), ccl_).wait();
+    if (a.op == loomAvg) divideInPlace(a.type, a.recvbuff, a.count, nranks_);
+    return;
+#endif
     if (a.count > static_cast<size_t>(INT_MAX)) fail("MPI_Allreduce", "count does not fit MPI's int", MPI_SUCCESS);
     const void* send = a.sendbuff == a.recvbuff ? MPI_IN_PLACE : a.sendbuff;
     check("MPI_Allreduce", MPI_Allreduce(send, a.recvbuff, static_cast<int>(a.count), *mpiType(a.type), mpiOp(a.op),
@@ -110,6 +185,9 @@ class MpiExecutor final : public RankExecutor {
 
   int rank_ = 0;
   int nranks_ = 1;
+#ifdef LOOM_PERF_ONECCL
+  ccl::communicator ccl_ = makeCclComm();
+#endif
 };
 
 BufferLayout layout(size_t bytes, size_t typeSize, int /*nranks*/) {
@@ -156,8 +234,10 @@ int mpiMain(int argc, char** argv) {
   int major = 0, minor = 0;
   MPI_Get_version(&major, &minor);
   const HeaderVersions versions{MPI_VERSION * 10000 + MPI_SUBVERSION * 100, major * 10000 + minor * 100};
+  const std::string library = libraryName();
+  const std::string where = "host memory (" + library + ")";
   const SweepOutcome outcome = runSweep(options, kShape, executor,
-                                        SweepIdentity{"openmpi", "host memory (Open MPI)", 0, versions, ""}, nullptr);
+                                        SweepIdentity{library.c_str(), where.c_str(), 0, versions, ""}, nullptr);
   // Every rank holds the summed counts, so every process agrees on the status.
   return outcome.wrong != 0 || outcome.outOfBounds != 0 || !outcome.reportWritten || outcome.belowMinBusBw ? 1 : 0;
 }
@@ -166,7 +246,13 @@ int mpiMain(int argc, char** argv) {
 }  // namespace loom::perf
 
 int main(int argc, char** argv) {
+#ifdef LOOM_PERF_ONECCL
+  // oneCCL's MPI transport asks for a fully thread-safe MPI.
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+#else
   MPI_Init(&argc, &argv);
+#endif
   const int status = loom::perf::mpiMain(argc, argv);
   MPI_Finalize();
   return status;

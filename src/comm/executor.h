@@ -1,20 +1,22 @@
 // The progress engine of one communicator: runs its operations in the order
 // they were submitted, on a worker thread (asynchronous streams) or on the
-// calling thread (blocking calls: no thread hand-off, so no futex wake-up on
-// the latency path).
+// calling thread (blocking calls, and small stream calls whose peers are
+// already in them: OpRunner::runInline; no thread hand-off, so no futex
+// wake-up on the latency path). Between batches the worker polls a moment
+// before it sleeps, so operations queued back to back wake nobody.
 //
 // Exactly one thread runs operations at a time (runMu_), so the transports and
 // algorithms below never see concurrent calls on one communicator.
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <deque>
 #include <functional>
 #include <mutex>
 #include <thread>
 
 #include "common/completion.h"
+#include "common/wait.h"
 
 namespace loom {
 
@@ -53,12 +55,22 @@ class Executor {
   void workerLoop();
   // Pops and runs one operation; false if the queue was empty. Needs runMu_.
   bool runOne();
+  // Runs `op` and completes its completion. Needs runMu_.
+  static void run(PendingOp& op);
+
+  // The worker's idle wait between batches: short, since a caller queueing
+  // operations back to back should find it awake.
+  static constexpr int kIdleSpinMicros = 5;
+  static constexpr int kIdleYieldMicros = 50;
 
   std::mutex queueMu_;
-  std::condition_variable queueCv_;
+  WaitSignal workSignal_;  // notified by submit(wakeWorker) and shutdown
   std::deque<PendingOp> queue_;
-  std::atomic<size_t> queued_{0};  // queue_.size(), changed under queueMu_, read without it by inlineTurn
-  bool stopping_ = false;
+  // Operations submitted and not yet run (queue_ plus the worker's batch), changed
+  // under queueMu_, read without it by inlineTurn.
+  std::atomic<size_t> queued_{0};
+  size_t taken_ = 0;           // the worker's batch: taken from queue_, not all run yet
+  std::atomic<bool> stopping_{false};  // set under queueMu_
   std::mutex runMu_;
   std::thread worker_;
 };

@@ -1,5 +1,7 @@
 #include "src/comm/op_runner.h"
 
+#include <algorithm>
+
 #include <utility>
 
 #include "algorithms/ring.h"
@@ -130,7 +132,7 @@ CompletionPtr OpRunner::enqueueAsync(std::shared_ptr<Queued> op, Stream* stream)
   Communicator& c = comm_;
   std::unique_lock<std::mutex> turn;  // CUDA-bound streams only: host streams have no second order to agree with
   if (stream && stream->device()) turn = stream->enqueueTurn();
-  op->after = stream ? stream->push(op) : nullptr;
+  op->after = stream ? stream->push(op, c.executor_.get()) : nullptr;
   op->run.after = op->after.get();
   op->run.ticket = c.diag_->enqueued(op->run.descriptor(), op->run.peers());
   op->run.recorded = true;
@@ -145,27 +147,71 @@ CompletionPtr OpRunner::enqueueAsync(std::shared_ptr<Queued> op, Stream* stream)
   }
   CompletionPtr completion = op;
   Queued* raw = op.get();
-  c.executor_->submit({[this, raw] {
-                         struct DropPredecessor {
-                           Queued* op;
-                           ~DropPredecessor() {
-                             op->deviceOrder.release();
-                             op->run.after = nullptr;
-                             op->run.devicePrior = nullptr;
-                             op->after.reset();
-                             op->devicePrior.reset();
-                           }
-                         } drop{raw};
-                         return run(raw->run);
-                       },
-                       std::move(op)},
-                      true);
+  auto work = [this, raw] {
+    struct DropPredecessor {
+      Queued* op;
+      ~DropPredecessor() {
+        op->deviceOrder.release();
+        op->run.after = nullptr;
+        op->run.devicePrior = nullptr;
+        op->after.reset();
+        op->devicePrior.reset();
+      }
+    } drop{raw};
+    return run(raw->run);
+  };
+  c.executor_->submit({std::move(work), std::move(op)}, true);
   if (device) {
     if (Status s = device->orderAfter(deviceSequence); !s.isOk() && !c.failed_.load())
       c.recordError(
           s.withContext(strprintf("ordering the CUDA stream after %s on rank %d: ", nameOf(raw->run), c.rank_)));
   }
   return completion;
+}
+
+bool OpRunner::peersStartedSoon(uint64_t seq) {
+  Communicator& c = comm_;
+  transport::Bulletin& bulletin = *c.bulletin_;
+  // Peers in step announce within a cache-line hand-off: poll without
+  // reading the clock first (a read costs as much as the hand-off).
+  for (int i = 0; i < 256; ++i) {
+    if (bulletin.peersStarted(seq)) return true;
+    cpuRelax();
+  }
+  WaitContext brief;
+  brief.deadline = Deadline::after(c.config_.asyncInlineMicros * 1e-6);
+  brief.spinMicros = std::min(c.config_.asyncInlineMicros, 2);
+  brief.yieldMicros = c.config_.asyncInlineMicros;
+  brief.abort = &c.abort_;
+  return waitUntil([&] { return bulletin.peersStarted(seq); }, nullptr, brief, [] { return std::string(); }).isOk();
+}
+
+bool OpRunner::runInline(const algo::CollArgs& args, Stream& stream) {
+  Communicator& c = comm_;
+  if (c.config_.asyncInlineMicros <= 0 || !c.bulletin_ || stream.device() ||
+      opBytes(args, c.nranks_) > kQuickOpBytes)
+    return false;
+  // Nothing queued on the communicator, nothing running; held while the op runs.
+  std::unique_lock<std::mutex> turn = c.executor_->inlineTurn();
+  if (!turn.owns_lock() || !stream.idle()) return false;
+  // steps() announces the same number again if the op goes to the worker.
+  c.bulletin_->announceStart(collectivesStarted_ + 1);
+  if (!peersStartedSoon(collectivesStarted_ + 1)) return false;  // the worker runs it; the call returns now
+  // Every peer is inside this collective, or has handed it to its own
+  // worker, which runs it next: it completes without anything more from the
+  // caller, so running it on the caller's thread cannot make the call wait
+  // on work the caller has yet to do (the deadlock an asynchronous call must
+  // never risk). It runs as a blocking call would; the stream keeps its
+  // outcome for loomStreamSynchronize and loomStreamQuery.
+  Run r;
+  r.args = &args;
+  if (!oneStep_) {
+    r.ticket = c.diag_->enqueued(r.descriptor(), r.peers());
+    r.recorded = true;
+    r.startsAtEnqueue = true;
+  }
+  stream.noteFinished(run(r));
+  return true;
 }
 
 LOOM_STEP Status OpRunner::run(Run& r) {
@@ -202,6 +248,13 @@ LOOM_STEP Status OpRunner::steps(Run& r) {
     // Stream order: the previous op of the same stream may run on another communicator.
     LOOM_TRY(waitUntil([&] { return after->done(); }, nullptr, c.makeWait(now),
                        [] { return std::string("the previous operation on the stream"); }));
+  }
+  // Every rank counts the same collectives in the same order; peers of an
+  // asynchronous call read the count (inlineTurn). Send/recv are not counted:
+  // ranks make different ones.
+  if (r.args || r.work->op.collective()) {
+    ++collectivesStarted_;
+    if (c.bulletin_) c.bulletin_->announceStart(collectivesStarted_);
   }
   // 3-5. Every wait of the operation has the deadline that `now` gives.
   if (!r.args) return runWork(r, *r.work, now);

@@ -68,6 +68,12 @@ class OpRunner {
   // previous one (null: none) and returns its completion.
   CompletionPtr enqueueAsync(const algo::CollArgs& args, Stream* stream);
   CompletionPtr enqueueAsync(OpWork work, Stream* stream);
+  // A collective for `stream` run at once on the calling thread, when that
+  // cannot make the call wait for its peers (LOOM_ASYNC_INLINE_US): it is
+  // small, the communicator has a shared-memory bulletin, the stream and the
+  // executor are idle, and every peer announces this collective within the
+  // knob's time. False: nothing was done, enqueueAsync it.
+  bool runInline(const algo::CollArgs& args, Stream& stream);
 
   // A collective that is a step of the running operation (the agreement of
   // online tuning): the tuner's algorithm over `wait`, no record of its own.
@@ -79,6 +85,8 @@ class OpRunner {
   Status runBlocking(Run& run);
   Status runQueued(Run& run);
   CompletionPtr enqueueAsync(std::shared_ptr<Queued> op, Stream* stream);
+  // Whether every peer announces collective `seq` within LOOM_ASYNC_INLINE_US.
+  bool peersStartedSoon(uint64_t seq);
   // The whole operation on the thread that runs it, recorder edges included.
   Status run(Run& run);
   Status runRecorded(Run& run);
@@ -108,6 +116,9 @@ class OpRunner {
 
   Communicator& comm_;
   bool oneStep_ = false;
+  // Collectives started on this communicator, counted alike on every rank
+  // (Bulletin::announceStart).
+  uint64_t collectivesStarted_ = 0;
   // Waits of the running operation that outlasted their first polls
   // (WaitContext::slowWaits).
   uint32_t slowWaits_ = 0;

@@ -4,12 +4,18 @@
 
 namespace loom {
 
-CompletionPtr Stream::push(const CompletionPtr& op) {
+CompletionPtr Stream::push(const CompletionPtr& op, const void* runner) {
   std::lock_guard<std::mutex> lock(mu_);
   pruneLocked();
-  CompletionPtr previous = last_;
+  CompletionPtr previous = std::move(last_);
+  const void* previousRunner = lastRunner_;
   last_ = op;
+  lastRunner_ = runner;
   outstanding_.push_back(op);
+  // The same runner starts its operations in the order they were pushed, and
+  // each after the one before it finished: nothing to wait for, and no
+  // reference that would make the runner's thread free the previous op.
+  if (previous && (previous->done() || previousRunner == runner)) return nullptr;
   return previous;
 }
 
@@ -17,10 +23,22 @@ void Stream::pruneLocked() {
   // Each op waits for its predecessor, so ops finish in stream order and
   // dropping finished ones from the front is enough (O(1) per op).
   while (!outstanding_.empty() && outstanding_.front()->done()) {
-    Status s = outstanding_.front()->status();
-    if (!s.isOk() && firstError_.isOk()) firstError_ = s;
+    const Completion& done = *outstanding_.front();
+    if (!done.ok() && firstError_.isOk()) firstError_ = done.status();
     outstanding_.pop_front();
   }
+}
+
+bool Stream::idle() {
+  std::lock_guard<std::mutex> lock(mu_);
+  pruneLocked();
+  return outstanding_.empty();
+}
+
+void Stream::noteFinished(const Status& status) {
+  if (status.isOk()) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (firstError_.isOk()) firstError_ = status;
 }
 
 Status Stream::synchronize() {

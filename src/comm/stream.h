@@ -21,9 +21,16 @@ namespace loom {
 
 class Stream {
  public:
-  // Registers a new op; returns the completion it must wait for first
-  // (null if the stream was idle).
-  CompletionPtr push(const CompletionPtr& op);
+  // Registers a new op that `runner` (the executor that will run it) starts;
+  // returns the completion it must wait for first: null if the stream was
+  // idle, or if the previous op is done or has the same runner, which starts
+  // its operations one after another in the order they were queued.
+  CompletionPtr push(const CompletionPtr& op, const void* runner);
+  // True when every op enqueued so far has finished.
+  bool idle();
+  // An op that ran at once on the caller's thread, never pushed: its error,
+  // if any, is reported like a pushed op's.
+  void noteFinished(const Status& status);
   // Waits for every op enqueued so far; returns the first error among them.
   Status synchronize();
   // kSuccess when every op has finished (the first error if one failed),
@@ -60,6 +67,7 @@ class Stream {
   std::mutex mu_;
   std::deque<CompletionPtr> outstanding_;  // in stream order, so they finish front first
   CompletionPtr last_;
+  const void* lastRunner_ = nullptr;  // the runner of last_
   Status firstError_;  // sticky: a failed op stays reported until the stream is destroyed
 };
 

@@ -190,5 +190,62 @@ TEST_F(Process, StreamOrderAndQuery) {
   markBrokenUnless(streamScenario(world_->comm, world_->rank, world_->nranks));
 }
 
+// A small collective on an idle stream may run on the calling thread when
+// its peers are already in it (LOOM_ASYNC_INLINE_US), but the call must
+// still return before its peers make theirs: here rank 0 makes its call,
+// then signals the others through `signal` (a blocking all-reduce on a second
+// communicator), and only then do they make theirs. A call that waited for
+// its peers would deadlock: rank 0 inside the stream call, the others inside
+// the signal. Run several times, since a late peer is what the inline path
+// has to notice each time. Returns false if a call failed.
+bool asyncCallReturnsBeforePeers(loomComm_t comm, loomComm_t signal, int rank, int nranks) {
+  SCOPED_TRACE("asynchronous call before its peers, rank " + std::to_string(rank));
+  loomStream_t stream = nullptr;
+  if (!succeeded(loomStreamCreate(&stream), "loomStreamCreate", nullptr)) return false;
+  bool ok = true;
+  constexpr int kRounds = 20;
+  // Buffers live until the stream is synchronized: a queued call reads them later.
+  std::vector<int64_t> inputs(kRounds), sums(kRounds, -1);
+  for (int k = 0; k < kRounds && ok; ++k) {
+    inputs[k] = int64_t{rank + 1} * (k + 1);
+    int32_t one = 1, ranks = 0;
+    auto call = [&] {
+      ok = succeeded(loomAllReduce(&inputs[k], &sums[k], 1, loomInt64, loomSum, comm, stream), "stream AllReduce",
+                     comm) &&
+           ok;
+    };
+    auto wave = [&] {
+      ok = succeeded(loomAllReduce(&one, &ranks, 1, loomInt32, loomSum, signal, nullptr), "signal AllReduce", signal) &&
+           ok;
+    };
+    if (rank == 0) call();
+    wave();
+    if (rank != 0) call();
+    EXPECT_EQ(ranks, nranks) << "signal of round " << k;
+    // Every other round the stream is drained, so the next call finds it idle.
+    if (k % 2 == 1) ok = succeeded(loomStreamSynchronize(stream), "loomStreamSynchronize", comm) && ok;
+  }
+  ok = succeeded(loomStreamSynchronize(stream), "loomStreamSynchronize", comm) && ok;
+  EXPECT_EQ(loomStreamDestroy(stream), loomSuccess);
+  const int64_t rankSum = static_cast<int64_t>(nranks) * (nranks + 1) / 2;
+  for (int k = 0; k < kRounds && ok; ++k) EXPECT_EQ(sums[k], rankSum * (k + 1)) << "round " << k;
+  return ok;
+}
+
+TEST_F(Threads, AsyncCallReturnsBeforePeers) {
+  if (nranks_ < 2) GTEST_SKIP() << "needs at least two ranks";
+  Clique signals(nranks_);
+  ASSERT_EQ(signals.initResult(), loomSuccess) << signals.initError();
+  runOnRankThreads(nranks_, [&](int rank) { asyncCallReturnsBeforePeers(comm(rank), signals.comm(rank), rank, nranks_); });
+}
+
+TEST_F(Process, AsyncCallReturnsBeforePeers) {
+  if (world_->nranks < 2) GTEST_SKIP() << "needs at least two ranks";
+  loomComm_t signal = nullptr;
+  ASSERT_EQ(loomCommSplit(world_->comm, 0, world_->rank, &signal), loomSuccess) << loomGetLastError(world_->comm);
+  markBrokenUnless(asyncCallReturnsBeforePeers(world_->comm, signal, world_->rank, world_->nranks));
+  EXPECT_EQ(loomCommDestroy(signal), loomSuccess);
+}
+
 }  // namespace
 }  // namespace loom::integration

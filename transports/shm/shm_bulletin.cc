@@ -162,4 +162,15 @@ Status ShmBulletin::read(int peer, void* out, size_t bytes, const WaitContext& w
   return Status::ok();
 }
 
+void ShmBulletin::announceStart(uint64_t seq) {
+  views_[selfRank_].control->started.store(seq, std::memory_order_release);
+}
+
+bool ShmBulletin::peersStarted(uint64_t seq) const {
+  for (int r = 0; r < static_cast<int>(views_.size()); ++r)
+    if (r != selfRank_ && views_[r].control && views_[r].control->started.load(std::memory_order_acquire) < seq)
+      return false;
+  return true;
+}
+
 }  // namespace loom::transport::shm

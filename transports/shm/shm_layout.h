@@ -134,6 +134,8 @@ struct LLFifoControl {
 // their round's flag. Written by readers only when they go to sleep.
 struct BulletinControl {
   alignas(kCacheLineBytes) WaitSignal posted;  // notified after a message's lines are stored
+  // Collectives this rank has started on the communicator (Bulletin::announceStart).
+  alignas(kCacheLineBytes) std::atomic<uint64_t> started{0};
 };
 
 static_assert(sizeof(FifoControl) <= kPageBytes, "FIFO control block must fit one page");

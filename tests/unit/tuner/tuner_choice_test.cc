@@ -43,6 +43,19 @@ TEST(TunerChoice, TinyAllReduceUsesALatencyAlgorithmOverLL) {
   }
 }
 
+// One-shot's single step is a read of every peer's message: its latency
+// grows with the rank count (on 16 cores, 8 B: 2.8 us at 4 ranks, 4.3 at 8,
+// 28 at 16), where a log-depth algorithm adds one exchange per doubling. A
+// tiny all-reduce keeps one-shot up to 8 ranks and leaves it from 16 on.
+TEST(TunerChoice, TinyAllReduceLeavesOneShotFromSixteenRanks) {
+  for (int n : {2, 3, 4, 8}) EXPECT_EQ(nameOf(choose(builtinOptions(), n, CollType::kAllReduce, kTiny)), "oneshot/LL") << n;
+  for (int n : {16, 24, 32, 64}) {
+    const std::string name = nameOf(choose(builtinOptions(), n, CollType::kAllReduce, kTiny));
+    EXPECT_TRUE(name.rfind("oneshot", 0) != 0) << "n=" << n << ": " << name;
+    EXPECT_TRUE(name.rfind("rd/", 0) == 0 || name.rfind("tree/", 0) == 0) << "n=" << n << ": " << name;
+  }
+}
+
 // Huge all-reduce: Simple, over the double binary tree where interleaved
 // runs measured it faster or level (2 ranks from 512 KiB; 4 ranks from
 // 64 MiB: see tuning_defaults.cc), and over the ring elsewhere (no

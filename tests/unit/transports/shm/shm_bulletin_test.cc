@@ -137,6 +137,27 @@ INSTANTIATE_TEST_SUITE_P(Periods, ShmBulletinPeriods, ::testing::Values(kLLFlagP
 // them in place unless the writer rewrites whole buffers. A reader that
 // meets round 72's first lines (forged: the writer is mid-post) before the
 // rest must wait for them, not take round 0's.
+// The collective counts behind asynchronous calls run inline: a rank sees
+// that its peers have started collective k once each announced k or later,
+// and not before; a view without a control block (no bulletin) is skipped.
+TEST(ShmBulletin, PeersStartedFollowsEveryPeersAnnouncement) {
+  LocalBulletins local(3, 64);
+  ShmBulletin b0 = local.make(0), b1 = local.make(1), b2 = local.make(2);
+  EXPECT_TRUE(b0.peersStarted(0)) << "nothing to wait for before the first collective";
+  EXPECT_FALSE(b0.peersStarted(1)) << "no peer announced collective 1";
+  b0.announceStart(1);
+  EXPECT_FALSE(b1.peersStarted(1)) << "rank 2 has not announced it";
+  b2.announceStart(1);
+  EXPECT_TRUE(b1.peersStarted(1)) << "ranks 0 and 2 announced collective 1";
+  EXPECT_FALSE(b0.peersStarted(1)) << "rank 1 has not announced it";
+  b1.announceStart(2);
+  EXPECT_TRUE(b0.peersStarted(1)) << "rank 1 is past collective 1 and rank 2 at it";
+  EXPECT_FALSE(b0.peersStarted(2)) << "rank 2 is still at collective 1";
+  EXPECT_FALSE(b2.peersStarted(2)) << "rank 0 is still at collective 1";
+  local.views()[2].control = nullptr;  // rank 2 has no bulletin this rank can see
+  EXPECT_TRUE(local.make(0).peersStarted(2)) << "only rank 1 is readable, and it announced 2";
+}
+
 TEST(ShmBulletin, StaleLinesWithARepeatedFlagAreNeverTaken) {
   const uint32_t period = 9;
   LocalBulletins boards(2, 64, period);
