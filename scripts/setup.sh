@@ -16,7 +16,6 @@ packages=(
   libucx-dev                      # transports/ucx: UCX (UCP) transport (built when pkg-config finds ucx)
   libopenblas-dev zlib1g-dev       # training layer: BLAS for the model stack, gzip for IDX files
   dataset-fashion-mnist           # the training demo's data (/usr/share/datasets/fashion-mnist)
-  python3-torch libtorch-dev pybind11-dev   # bindings/torch: the torch.distributed backend "loom"
 )
 
 missing=()
@@ -33,3 +32,6 @@ if ((${#missing[@]})); then
 else
   echo "[setup] all packages present"
 fi
+
+# bindings/torch: PyTorch from PyPI in the project-local .venv-torch.
+bash "$(dirname "$0")/setup_torch_venv.sh"
