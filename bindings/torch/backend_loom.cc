@@ -1,8 +1,12 @@
-#include "bindings/torch/process_group_loom.h"
+// LoomBackend's lifetime, launching, Work objects, coalescing, point to
+// point and split; the collectives are in collectives.cc.
+#include "bindings/torch/backend_loom.h"
 
 #include <cstring>
-#include <numeric>
+#include <functional>
+#include <thread>
 
+#include "bindings/torch/cuda_ordering.h"
 #include "bindings/torch/tensor_args.h"
 
 namespace loom_torch {
@@ -11,48 +15,128 @@ using c10d::OpType;
 
 // ---- WorkLoom --------------------------------------------------------------
 
-WorkLoom::WorkLoom(int rank, OpType type, std::shared_ptr<LoomOp> op, std::shared_ptr<FinisherThread> finisher)
-    : Work(rank, type), op_(std::move(op)), finisher_(std::move(finisher)) {}
+WorkLoom::WorkLoom(int rank, OpType type, std::vector<std::shared_ptr<LoomOp>> ops,
+                   std::shared_ptr<FinisherThread> finisher, std::chrono::milliseconds timeout)
+    : Work(rank, type), ops_(std::move(ops)), finisher_(std::move(finisher)), timeout_(timeout) {}
 
 WorkLoom::~WorkLoom() {
-  if (!op_->finished()) finisher_->adopt(std::move(op_));
+  for (auto& op : ops_)
+    if (!op->finished()) finisher_->adopt(std::move(op));
 }
 
-bool WorkLoom::isCompleted() { return op_->tryFinish(); }
+bool WorkLoom::isCompleted() {
+  for (auto& op : ops_)
+    if (!op->tryFinish()) return false;
+  return true;
+}
 
-bool WorkLoom::isSuccess() const { return op_->finished() && !op_->error(); }
+bool WorkLoom::isSuccess() const {
+  for (const auto& op : ops_)
+    if (!op->finished() || op->error()) return false;
+  return true;
+}
 
-std::exception_ptr WorkLoom::exception() const { return op_->error(); }
+std::exception_ptr WorkLoom::exception() const {
+  for (const auto& op : ops_)
+    if (std::exception_ptr e = op->error()) return e;
+  return nullptr;
+}
 
-std::vector<at::Tensor> WorkLoom::result() { return op_->outputs; }
+std::vector<at::Tensor> WorkLoom::result() {
+  std::vector<at::Tensor> all;
+  for (const auto& op : ops_) all.insert(all.end(), op->outputs.begin(), op->outputs.end());
+  return all;
+}
+
+void WorkLoom::raiseIfFailed() const {
+  if (std::exception_ptr e = exception()) std::rethrow_exception(e);
+}
+
+void WorkLoom::synchronize() {
+  for (auto& op : ops_) {
+    if (op->device()) {
+      op->waitLaunched();
+      op->device()->blockCurrentStream();
+      // Someone must still finish it on the host (buffers, future, errors).
+      if (!op->finished()) finisher_->adopt(op);
+    } else {
+      op->finish();
+    }
+  }
+}
 
 bool WorkLoom::wait(std::chrono::milliseconds timeout) {
-  if (timeout == kNoTimeout) {
-    op_->finish();
-  } else {
-    TORCH_CHECK(op_->finishWithin(timeout), "loom: ", op_->name(), " on rank ", rank_, " did not finish within ",
-                timeout.count(), " ms");
+  const bool onDevice = !ops_.empty() && ops_.front()->device();
+  if (onDevice && timeout == kNoTimeout) {
+    // As ProcessGroupNCCL: the caller's stream waits, the host does not.
+    synchronize();
+    if (isCompleted()) raiseIfFailed();
+    return true;
   }
-  if (std::exception_ptr e = op_->error()) std::rethrow_exception(e);
+  if (onDevice) synchronize();
+  if (timeout == kNoTimeout) {
+    for (auto& op : ops_) op->finish();
+  } else {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (auto& op : ops_) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      TORCH_CHECK(op->finishWithin(std::max(left, std::chrono::milliseconds(0))), "loom: ", op->name(), " on rank ",
+                  rank_, " did not finish within ", timeout.count(), " ms");
+    }
+  }
+  raiseIfFailed();
   return true;
 }
 
 c10::intrusive_ptr<c10::ivalue::Future> WorkLoom::getFuture() {
-  auto [future, created] = op_->future();
-  // Someone must finish the op for the future to complete; the caller may
-  // never wait() on this Work.
-  if (created && !op_->finished()) finisher_->adopt(op_);
-  return future;
+  if (ops_.size() == 1) {
+    auto [future, created] = ops_.front()->future();
+    // Someone must finish the op for the future to complete; the caller may
+    // never wait() on this Work.
+    if (created && !ops_.front()->finished()) finisher_->adopt(ops_.front());
+    return future;
+  }
+  if (future_) return future_;
+  future_ = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()));
+  if (ops_.empty()) {
+    future_->markCompleted(c10::IValue(std::vector<at::Tensor>{}));
+    return future_;
+  }
+  // The finisher finishes ops in the order it adopts them: once the last one
+  // is finished, all are.
+  std::shared_ptr<LoomOp> last;
+  for (auto& op : ops_) {
+    auto [future, created] = op->future();
+    if (created && !op->finished()) finisher_->adopt(op);
+    last = op;
+  }
+  auto ops = ops_;
+  auto whole = future_;
+  last->future().first->addCallback([ops, whole](c10::ivalue::Future&) {
+    std::vector<at::Tensor> outputs;
+    for (const auto& op : ops) {
+      if (!op->finished()) op->finish();
+      if (std::exception_ptr e = op->error()) {
+        whole->setError(e);
+        return;
+      }
+      outputs.insert(outputs.end(), op->outputs.begin(), op->outputs.end());
+    }
+    whole->markCompleted(c10::IValue(outputs));
+  });
+  return future_;
 }
 
-// ---- ProcessGroupLoom: lifetime ---------------------------------------------
+// ---- LoomBackend: lifetime ---------------------------------------------------
 
-ProcessGroupLoom::ProcessGroupLoom(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
-                                   std::chrono::milliseconds timeout)
-    : ProcessGroup(rank, size),
+LoomBackend::LoomBackend(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+                         std::chrono::milliseconds timeout)
+    : Backend(rank, size),
+      store_(store),
+      timeout_(timeout),
+      recvCount_(static_cast<size_t>(size), 0),
       streams_(std::make_shared<StreamPool>()),
       finisher_(std::make_shared<FinisherThread>()) {
-  init();
   // The store is private to this process group (PyTorch prefixes it with the
   // group's name), so one fixed key is enough.
   const std::string key = "loom_unique_id";
@@ -73,7 +157,17 @@ ProcessGroupLoom::ProcessGroupLoom(const c10::intrusive_ptr<c10d::Store>& store,
               "loom: creating the communicator of rank ", rank, " of ", size, " failed: ", loomGetLastError(nullptr));
 }
 
-ProcessGroupLoom::~ProcessGroupLoom() {
+LoomBackend::LoomBackend(loomComm_t comm, const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+                         std::chrono::milliseconds timeout)
+    : Backend(rank, size),
+      comm_(comm),
+      store_(store),
+      timeout_(timeout),
+      recvCount_(static_cast<size_t>(size), 0),
+      streams_(std::make_shared<StreamPool>()),
+      finisher_(std::make_shared<FinisherThread>()) {}
+
+LoomBackend::~LoomBackend() {
   if (!comm_) return;
   // After a failure peers may be gone: abort rather than wait for them.
   loomResult_t asyncError = loomSuccess;
@@ -84,17 +178,66 @@ ProcessGroupLoom::~ProcessGroupLoom() {
     loomCommDestroy(comm_);  // finishes queued work first
 }
 
-std::shared_ptr<LoomOp> ProcessGroupLoom::newOp(const char* name) {
-  return std::make_shared<LoomOp>(name, rank_, streams_);
+c10::intrusive_ptr<c10d::Backend::Options> LoomBackend::getBackendOptions() {
+  return c10::make_intrusive<Options>("loom", timeout_);
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupLoom::launch(OpType type, std::shared_ptr<LoomOp> op,
-                                                        const std::function<loomResult_t(loomStream_t)>& enqueue) {
-  rejectWhileCoalescing(op->name().c_str());
+c10::intrusive_ptr<c10d::Backend> LoomBackend::split(const c10::intrusive_ptr<c10d::Store>& store,
+                                                     const std::vector<int>& ranks,
+                                                     const c10::intrusive_ptr<Options>& opts) {
+  // Every rank of this group calls split (c10d passes a rank outside all
+  // new groups the first group's ranks): members of one group share a color
+  // made from its ranks, the others take part without one.
+  const auto it = std::find(ranks.begin(), ranks.end(), rank_);
+  const bool member = it != ranks.end();
+  int color = LOOM_SPLIT_NOCOLOR;
+  if (member) {
+    size_t h = 0;
+    for (int r : ranks) h = h * 1000003u ^ std::hash<int>{}(r);
+    color = static_cast<int>(h & 0x3fffffff);
+  }
+  const int key = member ? static_cast<int>(it - ranks.begin()) : 0;
+  loomComm_t child = nullptr;
   loomResult_t r;
   {
     std::lock_guard<std::mutex> lock(commMu_);
+    r = loomCommSplit(comm_, color, key, &child);
+  }
+  TORCH_CHECK(r == loomSuccess, "loom: split_group on rank ", rank_, " failed (", loomGetErrorString(r),
+              "): ", loomGetLastError(comm_));
+  if (!member) return nullptr;
+  int childRank = -1, childSize = 0;
+  loomCommUserRank(child, &childRank);
+  loomCommCount(child, &childSize);
+  TORCH_CHECK(childRank == key && childSize == static_cast<int>(ranks.size()), "loom: split_group on rank ", rank_,
+              ": Loom made a group of ", childSize, " with this rank at ", childRank, ", expected ", ranks.size(),
+              " and ", key, " (two groups' ranks hashed to one color?)");
+  const auto timeout = opts ? opts->timeout : timeout_;
+  return c10::make_intrusive<LoomBackend>(child, store, childRank, childSize, timeout);
+}
+
+// ---- Launching -------------------------------------------------------------------
+
+std::shared_ptr<LoomOp> LoomBackend::newOp(const char* name, const at::Device& device) {
+  return std::make_shared<LoomOp>(name, rank_, streams_, device.is_cuda() ? cudaSideFor(device, cudaStreams_) : nullptr);
+}
+
+c10::intrusive_ptr<c10d::Work> LoomBackend::workOf(OpType type, std::vector<std::shared_ptr<LoomOp>> ops) {
+  return c10::make_intrusive<WorkLoom>(rank_, type, std::move(ops), finisher_, timeout_);
+}
+
+c10::intrusive_ptr<c10d::Work> LoomBackend::launch(OpType type, std::shared_ptr<LoomOp> op,
+                                                   const std::function<loomResult_t(loomStream_t)>& enqueue) {
+  loomResult_t r;
+  {
+    std::lock_guard<std::mutex> lock(commMu_);
+    if (op->device()) op->device()->orderAfterCurrent();
     r = enqueue(op->stream());
+    // CUDA: results are copied out on the op's stream, before its end event.
+    if (r == loomSuccess && op->device()) {
+      if (op->copyOut) runOnDeviceStream(*op->device(), op->copyOut);
+      op->device()->recordEnd();
+    }
   }
   if (r != loomSuccess) {
     // Loom leaves the message as this thread's last error.
@@ -105,306 +248,24 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupLoom::launch(OpType type, std::shared
     std::rethrow_exception(error);
   }
   op->markLaunched();
-  return c10::make_intrusive<WorkLoom>(rank_, type, std::move(op), finisher_);
-}
-
-void ProcessGroupLoom::rejectWhileCoalescing(const char* name) {
-  std::lock_guard<std::mutex> lock(coalesceMu_);
-  TORCH_CHECK(!coalescing_, "loom: ", name, " cannot run inside a coalesced batch (only send and recv can)");
-}
-
-// ---- Coalesced point to point ----------------------------------------------------
-
-void ProcessGroupLoom::startCoalescing() {
-  std::lock_guard<std::mutex> lock(coalesceMu_);
-  TORCH_CHECK(!coalescing_, "loom: startCoalescing called twice without endCoalescing");
-  coalescing_ = true;
-}
-
-void ProcessGroupLoom::endCoalescing(std::vector<c10::intrusive_ptr<c10d::Work>>& reqs) {
-  std::vector<DeferredP2P> batch;
   {
     std::lock_guard<std::mutex> lock(coalesceMu_);
-    TORCH_CHECK(coalescing_, "loom: endCoalescing called without startCoalescing");
-    coalescing_ = false;
-    batch.swap(deferred_);
+    if (coalescing_) coalescedOps_.push_back(op);
   }
-  if (batch.empty()) return;
-  // One group on the first op's stream; the others follow it (loom_op.h).
-  const std::shared_ptr<LoomOp>& leader = batch.front().op;
-  loomResult_t first = loomSuccess;
-  {
-    std::lock_guard<std::mutex> lock(commMu_);
-    first = loomGroupStart();
-    for (size_t i = 0; i < batch.size() && first == loomSuccess; ++i) {
-      const DeferredP2P& p = batch[i];
-      first = p.isSend ? loomSend(p.buf, p.bytes, loomUint8, p.peer, comm_, leader->stream())
-                       : loomRecv(p.buf, p.bytes, loomUint8, p.peer, comm_, leader->stream());
-    }
-    loomResult_t end = loomGroupEnd();  // closes the group even after a failed call
-    if (first == loomSuccess) first = end;
-  }
-  if (first != loomSuccess) {
-    auto error = std::make_exception_ptr(std::runtime_error(c10::str("loom: coalesced send/recv on rank ", rank_,
-                                                                     " failed (", loomGetErrorString(first),
-                                                                     "): ", loomGetLastError(nullptr))));
-    for (DeferredP2P& p : batch) p.op->failLaunch(error);
-    std::rethrow_exception(error);
-  }
-  for (DeferredP2P& p : batch) p.op->markLaunched();
+  return workOf(type, {std::move(op)});
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupLoom::pointToPoint(OpType type, std::shared_ptr<LoomOp> op, void* buf,
-                                                              size_t bytes, int peer) {
-  const bool isSend = type == OpType::SEND;
-  {
-    std::lock_guard<std::mutex> lock(coalesceMu_);
-    if (coalescing_) {
-      if (!deferred_.empty()) op->follow(deferred_.front().op);
-      deferred_.push_back({op, isSend, buf, bytes, peer});
-      return c10::make_intrusive<WorkLoom>(rank_, type, std::move(op), finisher_);
-    }
-  }
+c10::intrusive_ptr<c10d::Work> LoomBackend::launchTransfers(OpType type, std::shared_ptr<LoomOp> op,
+                                                            std::vector<Transfer> transfers) {
+  // No announcements (recvAnysource): these transfers match each other,
+  // both sides issue them in the same order.
   return launch(type, std::move(op), [&](loomStream_t s) {
-    return isSend ? loomSend(buf, bytes, loomUint8, peer, comm_, s) : loomRecv(buf, bytes, loomUint8, peer, comm_, s);
-  });
-}
-
-// ---- Reductions and broadcast -------------------------------------------------
-
-c10::intrusive_ptr<c10d::Work> ProcessGroupLoom::allreduce(std::vector<at::Tensor>& tensors,
-                                                           const c10d::AllreduceOptions& opts) {
-  const char* name = "allreduce";
-  at::Tensor tensor = singleTensor(tensors, name);
-  const loomDataType_t dtype = loomTypeOf(tensor, name);
-  const loomRedOp_t redOp = loomOpOf(opts.reduceOp, name);
-  at::Tensor buf = contiguousOf(tensor);
-  auto op = newOp(name);
-  op->keepAlive = {buf};
-  op->outputs = {tensor};
-  if (!buf.is_same(tensor)) op->copyOut = [tensor, buf] { tensor.copy_(buf); };
-  return launch(OpType::ALLREDUCE, std::move(op), [&](loomStream_t s) {
-    return loomAllReduce(buf.data_ptr(), buf.data_ptr(), buf.numel(), dtype, redOp, comm_, s);
-  });
-}
-
-c10::intrusive_ptr<c10d::Work> ProcessGroupLoom::allreduce_coalesced(std::vector<at::Tensor>& tensors,
-                                                                     const c10d::AllreduceCoalescedOptions& opts) {
-  const char* name = "allreduce_coalesced";
-  TORCH_CHECK(!tensors.empty(), "loom: ", name, " got no tensors");
-  for (const at::Tensor& t : tensors) {
-    checkCpuDense(t, name);
-    TORCH_CHECK(t.scalar_type() == tensors[0].scalar_type(), "loom: ", name, " takes tensors of one dtype, got ",
-                tensors[0].scalar_type(), " and ", t.scalar_type());
-  }
-  const loomDataType_t dtype = loomTypeOf(tensors[0], name);
-  const loomRedOp_t redOp = loomOpOf(opts.reduceOp, name);
-  // One all-reduce over the tensors back to back: one call's latency instead of n.
-  at::Tensor flat = flatten(tensors);
-  auto op = newOp(name);
-  op->keepAlive = {flat};
-  op->outputs = tensors;
-  op->copyOut = [flat, outs = tensors] { scatterInto(flat, outs); };
-  return launch(OpType::ALLREDUCE_COALESCED, std::move(op), [&](loomStream_t s) {
-    return loomAllReduce(flat.data_ptr(), flat.data_ptr(), flat.numel(), dtype, redOp, comm_, s);
-  });
-}
-
-c10::intrusive_ptr<c10d::Work> ProcessGroupLoom::reduce(std::vector<at::Tensor>& tensors,
-                                                        const c10d::ReduceOptions& opts) {
-  const char* name = "reduce";
-  at::Tensor tensor = singleTensor(tensors, name);
-  TORCH_CHECK(opts.rootTensor == 0, "loom: ", name, " takes one tensor per process, rootTensor must be 0");
-  const loomDataType_t dtype = loomTypeOf(tensor, name);
-  const loomRedOp_t redOp = loomOpOf(opts.reduceOp, name);
-  const int root = static_cast<int>(opts.rootRank);
-  at::Tensor buf = contiguousOf(tensor);
-  auto op = newOp(name);
-  op->keepAlive = {buf};
-  op->outputs = {tensor};
-  if (!buf.is_same(tensor) && root == rank_) op->copyOut = [tensor, buf] { tensor.copy_(buf); };
-  return launch(OpType::REDUCE, std::move(op), [&](loomStream_t s) {
-    return loomReduce(buf.data_ptr(), buf.data_ptr(), buf.numel(), dtype, redOp, root, comm_, s);
-  });
-}
-
-c10::intrusive_ptr<c10d::Work> ProcessGroupLoom::broadcast(std::vector<at::Tensor>& tensors,
-                                                           const c10d::BroadcastOptions& opts) {
-  const char* name = "broadcast";
-  at::Tensor tensor = singleTensor(tensors, name);
-  TORCH_CHECK(opts.rootTensor == 0, "loom: ", name, " takes one tensor per process, rootTensor must be 0");
-  const int root = static_cast<int>(opts.rootRank);
-  at::Tensor buf = contiguousOf(tensor);
-  auto op = newOp(name);
-  op->keepAlive = {buf};
-  op->outputs = {tensor};
-  if (!buf.is_same(tensor) && root != rank_) op->copyOut = [tensor, buf] { tensor.copy_(buf); };
-  return launch(OpType::BROADCAST, std::move(op),
-                [&](loomStream_t s) { return loomBcast(buf.data_ptr(), byteCount(buf), loomUint8, root, comm_, s); });
-}
-
-// ---- Gathers and scatters ----------------------------------------------------
-
-c10::intrusive_ptr<c10d::Work> ProcessGroupLoom::allgather(std::vector<std::vector<at::Tensor>>& outputTensors,
-                                                           std::vector<at::Tensor>& inputTensors,
-                                                           const c10d::AllgatherOptions& opts) {
-  const char* name = "allgather";
-  at::Tensor input = singleTensor(inputTensors, name);
-  TORCH_CHECK(outputTensors.size() == 1, "loom: ", name, " takes one output list per process, got ",
-              outputTensors.size());
-  const std::vector<at::Tensor>& outs = outputTensors[0];
-  TORCH_CHECK(static_cast<int>(outs.size()) == size_, "loom: ", name, " needs ", size_, " output tensors, got ",
-              outs.size());
-  for (const at::Tensor& t : outs) {
-    checkCpuDense(t, name);
-    TORCH_CHECK(t.numel() == input.numel() && t.scalar_type() == input.scalar_type(), "loom: ", name,
-                ": every output tensor must match the input's ", input.numel(), " elements of ", input.scalar_type());
-  }
-  at::Tensor in = contiguousOf(input);
-  at::Tensor flat = at::empty({size_ * input.numel()}, input.options());
-  auto op = newOp(name);
-  op->keepAlive = {in, flat};
-  op->outputs = outs;
-  op->copyOut = [flat, outs] { scatterInto(flat, outs); };
-  return launch(OpType::ALLGATHER, std::move(op), [&](loomStream_t s) {
-    return loomAllGather(in.data_ptr(), flat.data_ptr(), byteCount(in), loomUint8, comm_, s);
-  });
-}
-
-c10::intrusive_ptr<c10d::Work> ProcessGroupLoom::_allgather_base(at::Tensor& outputBuffer, at::Tensor& inputBuffer,
-                                                                 const c10d::AllgatherOptions& opts) {
-  const char* name = "_allgather_base";
-  checkCpuDense(inputBuffer, name);
-  checkCpuDense(outputBuffer, name);
-  TORCH_CHECK(outputBuffer.scalar_type() == inputBuffer.scalar_type(), "loom: ", name,
-              ": output dtype ", outputBuffer.scalar_type(), " differs from input dtype ", inputBuffer.scalar_type());
-  TORCH_CHECK(outputBuffer.numel() == size_ * inputBuffer.numel(), "loom: ", name, ": output has ",
-              outputBuffer.numel(), " elements, expected ", size_, " x ", inputBuffer.numel());
-  at::Tensor in = contiguousOf(inputBuffer);
-  at::Tensor out = contiguousOf(outputBuffer);
-  auto op = newOp(name);
-  op->keepAlive = {in, out};
-  op->outputs = {outputBuffer};
-  if (!out.is_same(outputBuffer)) op->copyOut = [outputBuffer, out] { outputBuffer.copy_(out); };
-  return launch(OpType::_ALLGATHER_BASE, std::move(op), [&](loomStream_t s) {
-    return loomAllGather(in.data_ptr(), out.data_ptr(), byteCount(in), loomUint8, comm_, s);
-  });
-}
-
-c10::intrusive_ptr<c10d::Work> ProcessGroupLoom::reduce_scatter(std::vector<at::Tensor>& outputTensors,
-                                                                std::vector<std::vector<at::Tensor>>& inputTensors,
-                                                                const c10d::ReduceScatterOptions& opts) {
-  const char* name = "reduce_scatter";
-  at::Tensor output = singleTensor(outputTensors, name);
-  TORCH_CHECK(inputTensors.size() == 1, "loom: ", name, " takes one input list per process, got ",
-              inputTensors.size());
-  const std::vector<at::Tensor>& ins = inputTensors[0];
-  TORCH_CHECK(static_cast<int>(ins.size()) == size_, "loom: ", name, " needs ", size_, " input tensors, got ",
-              ins.size());
-  for (const at::Tensor& t : ins) {
-    checkCpuDense(t, name);
-    TORCH_CHECK(t.numel() == output.numel() && t.scalar_type() == output.scalar_type(), "loom: ", name,
-                ": every input tensor must match the output's ", output.numel(), " elements of ",
-                output.scalar_type());
-  }
-  const loomDataType_t dtype = loomTypeOf(output, name);
-  const loomRedOp_t redOp = loomOpOf(opts.reduceOp, name);
-  at::Tensor flat = flatten(ins);
-  at::Tensor out = contiguousOf(output);
-  auto op = newOp(name);
-  op->keepAlive = {flat, out};
-  op->outputs = {output};
-  if (!out.is_same(output)) op->copyOut = [output, out] { output.copy_(out); };
-  return launch(OpType::REDUCE_SCATTER, std::move(op), [&](loomStream_t s) {
-    return loomReduceScatter(flat.data_ptr(), out.data_ptr(), out.numel(), dtype, redOp, comm_, s);
-  });
-}
-
-c10::intrusive_ptr<c10d::Work> ProcessGroupLoom::_reduce_scatter_base(at::Tensor& outputBuffer,
-                                                                      at::Tensor& inputBuffer,
-                                                                      const c10d::ReduceScatterOptions& opts) {
-  const char* name = "_reduce_scatter_base";
-  checkCpuDense(inputBuffer, name);
-  checkCpuDense(outputBuffer, name);
-  TORCH_CHECK(outputBuffer.scalar_type() == inputBuffer.scalar_type(), "loom: ", name,
-              ": output dtype ", outputBuffer.scalar_type(), " differs from input dtype ", inputBuffer.scalar_type());
-  TORCH_CHECK(inputBuffer.numel() == size_ * outputBuffer.numel(), "loom: ", name, ": input has ",
-              inputBuffer.numel(), " elements, expected ", size_, " x ", outputBuffer.numel());
-  const loomDataType_t dtype = loomTypeOf(outputBuffer, name);
-  const loomRedOp_t redOp = loomOpOf(opts.reduceOp, name);
-  at::Tensor in = contiguousOf(inputBuffer);
-  at::Tensor out = contiguousOf(outputBuffer);
-  auto op = newOp(name);
-  op->keepAlive = {in, out};
-  op->outputs = {outputBuffer};
-  if (!out.is_same(outputBuffer)) op->copyOut = [outputBuffer, out] { outputBuffer.copy_(out); };
-  return launch(OpType::_REDUCE_SCATTER_BASE, std::move(op), [&](loomStream_t s) {
-    return loomReduceScatter(in.data_ptr(), out.data_ptr(), out.numel(), dtype, redOp, comm_, s);
-  });
-}
-
-namespace {
-
-// Rows (dim 0) per peer: the given split sizes, or an equal share.
-std::vector<int64_t> rowsPerPeer(const std::vector<int64_t>& splits, const at::Tensor& t, int nranks,
-                                 const char* what) {
-  const int64_t rows = t.dim() == 0 ? 1 : t.size(0);
-  if (splits.empty()) {
-    TORCH_CHECK(rows % nranks == 0, "loom: alltoall_base: ", what, " has ", rows,
-                " rows, not divisible by the world size ", nranks);
-    return std::vector<int64_t>(static_cast<size_t>(nranks), rows / nranks);
-  }
-  TORCH_CHECK(static_cast<int>(splits.size()) == nranks, "loom: alltoall_base: ", what, " split sizes have ",
-              splits.size(), " entries, expected ", nranks);
-  TORCH_CHECK(std::accumulate(splits.begin(), splits.end(), int64_t{0}) == rows, "loom: alltoall_base: ", what,
-              " split sizes do not add up to its ", rows, " rows");
-  return splits;
-}
-
-}  // namespace
-
-c10::intrusive_ptr<c10d::Work> ProcessGroupLoom::alltoall_base(at::Tensor& outputBuffer, at::Tensor& inputBuffer,
-                                                               std::vector<int64_t>& outputSplitSizes,
-                                                               std::vector<int64_t>& inputSplitSizes,
-                                                               const c10d::AllToAllOptions& opts) {
-  const char* name = "alltoall_base";
-  checkCpuDense(inputBuffer, name);
-  checkCpuDense(outputBuffer, name);
-  TORCH_CHECK(outputBuffer.scalar_type() == inputBuffer.scalar_type(), "loom: ", name,
-              ": output dtype ", outputBuffer.scalar_type(), " differs from input dtype ", inputBuffer.scalar_type());
-  const std::vector<int64_t> sendRows = rowsPerPeer(inputSplitSizes, inputBuffer, size_, "input");
-  const std::vector<int64_t> recvRows = rowsPerPeer(outputSplitSizes, outputBuffer, size_, "output");
-  const int64_t inRowElems = inputBuffer.numel() / std::max<int64_t>(1, inputBuffer.dim() ? inputBuffer.size(0) : 1);
-  const int64_t outRowElems =
-      outputBuffer.numel() / std::max<int64_t>(1, outputBuffer.dim() ? outputBuffer.size(0) : 1);
-  at::Tensor in = contiguousOf(inputBuffer);
-  at::Tensor out = contiguousOf(outputBuffer);
-  auto op = newOp(name);
-  op->keepAlive = {in, out};
-  op->outputs = {outputBuffer};
-  if (!out.is_same(outputBuffer)) op->copyOut = [outputBuffer, out] { outputBuffer.copy_(out); };
-
-  const bool equal = std::all_of(sendRows.begin(), sendRows.end(), [&](int64_t r) { return r == sendRows[0]; }) &&
-                     sendRows == recvRows && inRowElems == outRowElems;
-  if (equal) {
-    const size_t bytes = static_cast<size_t>(sendRows[0] * inRowElems) * in.element_size();
-    return launch(OpType::ALLTOALL_BASE, std::move(op), [&](loomStream_t s) {
-      return loomAllToAll(in.data_ptr(), out.data_ptr(), bytes, loomUint8, comm_, s);
-    });
-  }
-  // Uneven splits: one fused group of sends and recvs, as Loom's own all-to-all.
-  const size_t elemBytes = static_cast<size_t>(in.element_size());
-  return launch(OpType::ALLTOALL_BASE, std::move(op), [&](loomStream_t s) {
     loomResult_t first = loomGroupStart();
-    auto* send = static_cast<char*>(in.data_ptr());
-    auto* recv = static_cast<char*>(out.data_ptr());
-    for (int peer = 0; peer < size_ && first == loomSuccess; ++peer) {
-      const size_t sendBytes = static_cast<size_t>(sendRows[peer] * inRowElems) * elemBytes;
-      const size_t recvBytes = static_cast<size_t>(recvRows[peer] * outRowElems) * elemBytes;
-      if (sendBytes) first = loomSend(send, sendBytes, loomUint8, peer, comm_, s);
-      if (recvBytes && first == loomSuccess) first = loomRecv(recv, recvBytes, loomUint8, peer, comm_, s);
-      send += sendBytes;
-      recv += recvBytes;
+    for (const Transfer& t : transfers) {
+      if (first != loomSuccess) break;
+      if (t.bytes == 0) continue;
+      first = t.isSend ? loomSend(t.buf, t.bytes, loomUint8, t.peer, comm_, s)
+                       : loomRecv(t.buf, t.bytes, loomUint8, t.peer, comm_, s);
     }
     // The group must be closed even when a call in it failed.
     loomResult_t end = loomGroupEnd();
@@ -412,30 +273,141 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupLoom::alltoall_base(at::Tensor& outpu
   });
 }
 
-// ---- Point to point and barrier ------------------------------------------------
+// ---- Coalescing ---------------------------------------------------------------------
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupLoom::send(std::vector<at::Tensor>& tensors, int dstRank, int tag) {
+void LoomBackend::startCoalescing() {
+  std::lock_guard<std::mutex> lock(coalesceMu_);
+  TORCH_CHECK(!coalescing_, "loom: startCoalescing called twice without endCoalescing");
+  coalescing_ = true;
+}
+
+c10::intrusive_ptr<c10d::Work> LoomBackend::endCoalescing() {
+  std::vector<DeferredP2P> batch;
+  std::vector<std::shared_ptr<LoomOp>> ops;
+  {
+    std::lock_guard<std::mutex> lock(coalesceMu_);
+    TORCH_CHECK(coalescing_, "loom: endCoalescing called without startCoalescing");
+    coalescing_ = false;
+    batch.swap(deferred_);
+    ops.swap(coalescedOps_);
+  }
+  if (!batch.empty()) {
+    // One group on the first op's stream; the others follow it (loom_op.h).
+    const std::shared_ptr<LoomOp>& leader = batch.front().op;
+    loomResult_t first = loomSuccess;
+    {
+      std::lock_guard<std::mutex> lock(commMu_);
+      if (leader->device()) leader->device()->orderAfterCurrent();
+      first = loomGroupStart();
+      for (size_t i = 0; i < batch.size() && first == loomSuccess; ++i) {
+        const Transfer& t = batch[i].transfer;
+        first = t.isSend ? loomSend(t.buf, t.bytes, loomUint8, t.peer, comm_, leader->stream())
+                         : loomRecv(t.buf, t.bytes, loomUint8, t.peer, comm_, leader->stream());
+      }
+      loomResult_t end = loomGroupEnd();  // closes the group even after a failed call
+      if (first == loomSuccess) first = end;
+      if (first == loomSuccess && leader->device()) {
+        for (DeferredP2P& p : batch)
+          if (p.op->copyOut) runOnDeviceStream(*leader->device(), p.op->copyOut);
+        leader->device()->recordEnd();
+      }
+    }
+    if (first != loomSuccess) {
+      auto error = std::make_exception_ptr(std::runtime_error(c10::str("loom: coalesced send/recv on rank ", rank_,
+                                                                       " failed (", loomGetErrorString(first),
+                                                                       "): ", loomGetLastError(nullptr))));
+      for (DeferredP2P& p : batch) p.op->failLaunch(error);
+      std::rethrow_exception(error);
+    }
+    for (DeferredP2P& p : batch) {
+      p.op->markLaunched();
+      ops.push_back(p.op);
+    }
+  }
+  return workOf(OpType::COALESCED, std::move(ops));
+}
+
+// ---- Point to point -------------------------------------------------------------------
+
+void LoomBackend::announceSend(int peer) { store_->add(c10::str("any/", peer, "/", rank_), 1); }
+
+void LoomBackend::countRecv(int peer) {
+  std::lock_guard<std::mutex> lock(recvCountMu_);
+  ++recvCount_.at(static_cast<size_t>(peer));
+}
+
+c10::intrusive_ptr<c10d::Work> LoomBackend::pointToPoint(OpType type, std::shared_ptr<LoomOp> op, void* buf,
+                                                         size_t bytes, int peer) {
+  const bool isSend = type == OpType::SEND;
+  TORCH_CHECK(peer >= 0 && peer < size_, "loom: ", op->name(), " on rank ", rank_, ": peer ", peer,
+              " is not a rank of this group of ", size_);
+  if (isSend)
+    announceSend(peer);
+  else
+    countRecv(peer);
+  {
+    std::lock_guard<std::mutex> lock(coalesceMu_);
+    if (coalescing_) {
+      if (!deferred_.empty()) op->follow(deferred_.front().op);
+      deferred_.push_back({op, {isSend, buf, bytes, peer}});
+      return workOf(type, {std::move(op)});
+    }
+  }
+  return launch(type, std::move(op), [&](loomStream_t s) {
+    return isSend ? loomSend(buf, bytes, loomUint8, peer, comm_, s) : loomRecv(buf, bytes, loomUint8, peer, comm_, s);
+  });
+}
+
+c10::intrusive_ptr<c10d::Work> LoomBackend::send(std::vector<at::Tensor>& tensors, int dstRank, int tag) {
   const char* name = "send";
   at::Tensor tensor = singleTensor(tensors, name);
   at::Tensor buf = contiguousOf(tensor);
-  auto op = newOp(name);
+  auto op = newOp(name, tensor.device());
   op->keepAlive = {buf};
   return pointToPoint(OpType::SEND, std::move(op), buf.data_ptr(), byteCount(buf), dstRank);
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupLoom::recv(std::vector<at::Tensor>& tensors, int srcRank, int tag) {
+c10::intrusive_ptr<c10d::Work> LoomBackend::recv(std::vector<at::Tensor>& tensors, int srcRank, int tag) {
   const char* name = "recv";
   at::Tensor tensor = singleTensor(tensors, name);
   at::Tensor buf = contiguousOf(tensor);
-  auto op = newOp(name);
+  auto op = newOp(name, tensor.device());
   op->keepAlive = {buf};
   op->outputs = {tensor};
   if (!buf.is_same(tensor)) op->copyOut = [tensor, buf] { tensor.copy_(buf); };
   return pointToPoint(OpType::RECV, std::move(op), buf.data_ptr(), byteCount(buf), srcRank);
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupLoom::barrier(const c10d::BarrierOptions& opts) {
-  return launch(OpType::BARRIER, newOp("barrier"), [&](loomStream_t s) { return loomBarrier(comm_, s); });
+c10::intrusive_ptr<c10d::Work> LoomBackend::recvAnysource(std::vector<at::Tensor>& tensors, int tag) {
+  // The oldest send to this rank that no recv has matched: sends announce
+  // themselves in the store (announceSend), recvs count what they matched.
+  const auto deadline = std::chrono::steady_clock::now() + timeout_;
+  auto nap = std::chrono::microseconds(50);
+  for (;;) {
+    for (int peer = 0; peer < size_; ++peer) {
+      if (peer == rank_) continue;
+      const int64_t announced = store_->add(c10::str("any/", rank_, "/", peer), 0);
+      int64_t matched;
+      {
+        std::lock_guard<std::mutex> lock(recvCountMu_);
+        matched = recvCount_[static_cast<size_t>(peer)];
+      }
+      if (announced > matched) {
+        auto work = recv(tensors, peer, tag);
+        static_cast<WorkLoom*>(work.get())->setSourceRank(peer);
+        return work;
+      }
+    }
+    TORCH_CHECK(std::chrono::steady_clock::now() < deadline, "loom: recvAnysource on rank ", rank_,
+                ": no send to this rank arrived within ", timeout_.count(), " ms");
+    std::this_thread::sleep_for(nap);
+    nap = std::min(nap * 2, std::chrono::microseconds(5000));
+  }
+}
+
+c10::intrusive_ptr<c10d::Work> LoomBackend::barrier(const c10d::BarrierOptions& opts) {
+  return launch(OpType::BARRIER, newOp("barrier", at::Device(at::kCPU)),
+                [&](loomStream_t s) { return loomBarrier(comm_, s); });
 }
 
 }  // namespace loom_torch
