@@ -409,15 +409,17 @@ inline void dispatchOp(RedOp op, F& f) {
     case RedOp::kMax: f.template operator()<T, RedOp::kMax>(); break;
     case RedOp::kMin: f.template operator()<T, RedOp::kMin>(); break;
     // Bitwise ops exist for integer types only; callers reject the others
-    // (opTakesType), so nothing is instantiated or run for floats.
+    // (opTakesType), so nothing is instantiated or run for floats. A signed
+    // type runs as the unsigned one of its width (the same bits), which
+    // halves the kernels compiled for them.
     case RedOp::kBand:
-      if constexpr (std::is_integral_v<T>) f.template operator()<T, RedOp::kBand>();
+      if constexpr (std::is_integral_v<T>) f.template operator()<std::make_unsigned_t<T>, RedOp::kBand>();
       break;
     case RedOp::kBor:
-      if constexpr (std::is_integral_v<T>) f.template operator()<T, RedOp::kBor>();
+      if constexpr (std::is_integral_v<T>) f.template operator()<std::make_unsigned_t<T>, RedOp::kBor>();
       break;
     case RedOp::kBxor:
-      if constexpr (std::is_integral_v<T>) f.template operator()<T, RedOp::kBxor>();
+      if constexpr (std::is_integral_v<T>) f.template operator()<std::make_unsigned_t<T>, RedOp::kBxor>();
       break;
   }
 }
