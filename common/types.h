@@ -16,8 +16,9 @@ enum class DataType : int {
 };
 constexpr int kNumDataTypes = 10;
 
-enum class RedOp : int { kSum = 0, kProd = 1, kMax = 2, kMin = 3, kAvg = 4 };
-constexpr int kNumRedOps = 5;
+// kBand, kBor, kBxor: bitwise, integer types only (opTakesType).
+enum class RedOp : int { kSum = 0, kProd = 1, kMax = 2, kMin = 3, kAvg = 4, kBand = 5, kBor = 6, kBxor = 7 };
+constexpr int kNumRedOps = 8;
 
 // LOOM_HOST_DEVICE: the CUDA kernels size elements with it too.
 LOOM_HOST_DEVICE constexpr size_t dataTypeSize(DataType t) {
@@ -54,9 +55,19 @@ constexpr const char* redOpName(RedOp op) {
     case RedOp::kMax: return "max";
     case RedOp::kMin: return "min";
     case RedOp::kAvg: return "avg";
+    case RedOp::kBand: return "band";
+    case RedOp::kBor: return "bor";
+    case RedOp::kBxor: return "bxor";
   }
   return "?";
 }
+
+constexpr bool isBitwiseOp(RedOp op) { return op == RedOp::kBand || op == RedOp::kBor || op == RedOp::kBxor; }
+LOOM_HOST_DEVICE constexpr bool isFloatingType(DataType t) {
+  return t == DataType::kFloat16 || t == DataType::kFloat32 || t == DataType::kFloat64 || t == DataType::kBfloat16;
+}
+// Whether `op` is defined on `type`: bitwise ops on integer types only.
+constexpr bool opTakesType(RedOp op, DataType type) { return !isBitwiseOp(op) || !isFloatingType(type); }
 
 constexpr bool isValidDataType(int t) { return t >= 0 && t < kNumDataTypes; }
 constexpr bool isValidRedOp(int op) { return op >= 0 && op < kNumRedOps; }

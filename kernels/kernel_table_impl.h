@@ -9,6 +9,7 @@
 #endif
 
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/kernel_table.h"
 #include "kernels/reduce_loops.h"
@@ -41,6 +42,11 @@ void fillKernelRow(detail::KernelTable& table, DataType type) {
   table.reduce[t][static_cast<int>(RedOp::kMax)] = &reduceKernel<T, MaxOp>;
   table.reduce[t][static_cast<int>(RedOp::kMin)] = &reduceKernel<T, MinOp>;
   table.reduce[t][static_cast<int>(RedOp::kAvg)] = &reduceKernel<T, SumOp>;  // Avg reduces as Sum
+  if constexpr (std::is_integral_v<T>) {  // floats keep null entries: reduce.cc rejects them first
+    table.reduce[t][static_cast<int>(RedOp::kBand)] = &reduceKernel<T, BandOp>;
+    table.reduce[t][static_cast<int>(RedOp::kBor)] = &reduceKernel<T, BorOp>;
+    table.reduce[t][static_cast<int>(RedOp::kBxor)] = &reduceKernel<T, BxorOp>;
+  }
   table.divide[t] = &divideKernel<T>;
   table.sumDivide[t] = &sumDivideKernel<T>;
 }

@@ -52,9 +52,12 @@ const ActiveIsa& active() {
   if (!isValidDataType(static_cast<int>(type)))
     LOOM_WARN(Logger::process(), kSubsysKernel, "%s: invalid datatype %d; nothing written", caller,
               static_cast<int>(type));
-  else
+  else if (!isValidRedOp(static_cast<int>(op)))
     LOOM_WARN(Logger::process(), kSubsysKernel, "%s: invalid reduction op %d; nothing written", caller,
               static_cast<int>(op));
+  else
+    LOOM_WARN(Logger::process(), kSubsysKernel, "%s: %s takes integer types, not %s; nothing written", caller,
+              redOpName(op), dataTypeName(type));
   return false;
 }
 
@@ -71,7 +74,8 @@ const ActiveIsa& active() {
 }
 
 inline bool validTypeAndOp(const char* caller, DataType type, RedOp op) {
-  if (isValidDataType(static_cast<int>(type)) && isValidRedOp(static_cast<int>(op))) [[likely]]
+  if (isValidDataType(static_cast<int>(type)) && isValidRedOp(static_cast<int>(op)) && opTakesType(op, type))
+      [[likely]]
     return true;
   return reportTypeOrOp(caller, type, op);
 }

@@ -16,6 +16,7 @@
 //   - Min/Max return NaN when either operand is NaN; otherwise the smaller
 //     (larger) value, and the second operand when both compare equal (which
 //     only matters for -0 versus +0).
+//   - Band, Bor, Bxor are C's &, |, ^ on integer types (order-independent).
 //   - Avg reduces as Sum; DivideBy applies the division by the rank count:
 //     integers truncate toward zero (C division), floats divide in their own
 //     precision, fp16/bf16 divide in fp32 and round back.
@@ -105,6 +106,24 @@ struct MaxOp {
     if constexpr (std::is_integral_v<T>) return x > y ? x : y;
     else return Arith<T>::narrow((x > y || x != x) ? x : y);
   }
+};
+
+// Bitwise and, or, xor: integer types only (the kernel table has no entry
+// for the floating-point types, and the callers reject them).
+template <class T>
+struct BandOp {
+  static_assert(std::is_integral_v<T>, "bitwise reductions take integer types");
+  LOOM_HOST_DEVICE T operator()(T a, T b) const { return static_cast<T>(a & b); }
+};
+template <class T>
+struct BorOp {
+  static_assert(std::is_integral_v<T>, "bitwise reductions take integer types");
+  LOOM_HOST_DEVICE T operator()(T a, T b) const { return static_cast<T>(a | b); }
+};
+template <class T>
+struct BxorOp {
+  static_assert(std::is_integral_v<T>, "bitwise reductions take integer types");
+  LOOM_HOST_DEVICE T operator()(T a, T b) const { return static_cast<T>(a ^ b); }
 };
 
 // Avg reduces exactly like Sum.

@@ -1,9 +1,12 @@
-#!/usr/bin/python3
-"""dist.all_reduce of float32 tensors, 4 KiB .. 64 MiB, with backends "loom"
-and "gloo" in the same run (the same processes, alternating per repetition),
-and the ratio per size (gloo's time / loom's: > 1 means loom is faster).
+#!/usr/bin/env python3
+"""dist.all_reduce and dist.all_gather_into_tensor of float32 tensors, 4 KiB
+.. 64 MiB, with backends "loom" and "gloo" in the same run (the same
+processes, alternating per repetition), and the ratio per size (gloo's time
+/ loom's: > 1 means loom is faster). Size is the all-reduced tensor, and the
+gathered output for all_gather_into_tensor (as nccl-tests counts).
 
-    /usr/bin/python3 perf/torch_allreduce_bench.py [--build build] [--np 2,4] [--reps 5]
+    .venv-torch/bin/python perf/torch_allreduce_bench.py [--build build] [--np 2,4] [--reps 5]
+        [--ops all_reduce,all_gather_into_tensor]
 
 The driver starts N processes per world size torchrun-style (RANK,
 WORLD_SIZE, MASTER_ADDR, MASTER_PORT) with loom_torch from <build>/python.
@@ -39,7 +42,16 @@ def human(nbytes):
     return f"{nbytes >> 20} MiB" if nbytes >= 1 << 20 else f"{nbytes >> 10} KiB"
 
 
-def worker(reps):
+def timed_call(op, x, out, group):
+    import torch.distributed as dist
+
+    if op == "all_reduce":
+        dist.all_reduce(x, group=group)
+    else:
+        dist.all_gather_into_tensor(out, x, group=group)
+
+
+def worker(reps, ops):
     import torch
     import torch.distributed as dist
     import loom_torch  # noqa: F401  (registers "loom")
@@ -48,29 +60,33 @@ def worker(reps):
     dist.init_process_group("loom", init_method="env://")
     rank, world = dist.get_rank(), dist.get_world_size()
     groups = {"loom": dist.group.WORLD, "gloo": dist.new_group(backend="gloo")}
-    results = []  # (bytes, backend, [seconds per call, one per repetition])
-    for nbytes in sizes():
-        x = torch.ones(nbytes // 4)
-        n = iterations(nbytes)
-        times = {b: [] for b in groups}
-        for _ in range(reps):
-            for backend, group in groups.items():  # alternate, so drift hits both alike
-                for _ in range(min(n, 10)):
-                    dist.all_reduce(x, group=group)
-                dist.barrier(group=group)
-                start = time.perf_counter()
-                for _ in range(n):
-                    dist.all_reduce(x, group=group)
-                per_call = torch.tensor([(time.perf_counter() - start) / n], dtype=torch.float64)
-                dist.all_reduce(per_call, op=dist.ReduceOp.MAX, group=groups["gloo"])  # the slowest rank
-                times[backend].append(per_call.item())
-        results.extend((nbytes, b, t) for b, t in times.items())
+    results = []  # (op, bytes, backend, [seconds per call, one per repetition])
+    for op in ops:
+        for nbytes in sizes():
+            if op == "all_reduce":
+                x, out = torch.ones(nbytes // 4), None
+            else:
+                x, out = torch.ones(nbytes // 4 // world), torch.empty(nbytes // 4 // world * world)
+            n = iterations(nbytes)
+            times = {b: [] for b in groups}
+            for _ in range(reps):
+                for backend, group in groups.items():  # alternate, so drift hits both alike
+                    for _ in range(min(n, 10)):
+                        timed_call(op, x, out, group)
+                    dist.barrier(group=group)
+                    start = time.perf_counter()
+                    for _ in range(n):
+                        timed_call(op, x, out, group)
+                    per_call = torch.tensor([(time.perf_counter() - start) / n], dtype=torch.float64)
+                    dist.all_reduce(per_call, op=dist.ReduceOp.MAX, group=groups["gloo"])  # the slowest rank
+                    times[backend].append(per_call.item())
+            results.extend((op, nbytes, b, t) for b, t in times.items())
     if rank == 0:
         print("RESULTS " + json.dumps(results), flush=True)
     dist.destroy_process_group()
 
 
-def run_world(nprocs, reps, pythonpath):
+def run_world(nprocs, reps, ops, pythonpath):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -79,7 +95,7 @@ def run_world(nprocs, reps, pythonpath):
         env = dict(os.environ, RANK=str(r), WORLD_SIZE=str(nprocs), LOCAL_RANK=str(r), MASTER_ADDR="127.0.0.1",
                    MASTER_PORT=str(port), OMP_NUM_THREADS="1",
                    PYTHONPATH=pythonpath + os.pathsep + os.environ.get("PYTHONPATH", ""))
-        procs.append(subprocess.Popen([sys.executable, __file__, "--worker", "--reps", str(reps)], env=env,
+        procs.append(subprocess.Popen([sys.executable, __file__, "--worker", "--reps", str(reps), "--ops", ",".join(ops)], env=env,
                                       stdout=subprocess.PIPE, text=True))
     out = [p.communicate()[0] for p in procs]
     if any(p.returncode for p in procs):
@@ -88,14 +104,16 @@ def run_world(nprocs, reps, pythonpath):
     return json.loads(line.split(" ", 1)[1])
 
 
-def table(nprocs, results):
-    med = {(nb, b): statistics.median(t) for nb, b, t in results}
-    print(f"\n{nprocs} processes, float32 sum, median of repetitions (busbw = 2(n-1)/n x size / time)")
-    print(f"| size | loom us | gloo us | loom busbw GB/s | gloo busbw GB/s | gloo/loom |")
-    print(f"|---|---|---|---|---|---|")
+def table(nprocs, op, results):
+    med = {(nb, b): statistics.median(t) for o, nb, b, t in results if o == op}
+    factor = 2 * (nprocs - 1) / nprocs if op == "all_reduce" else (nprocs - 1) / nprocs
+    print(f"\n{op}, {nprocs} processes, float32{' sum' if op == 'all_reduce' else ''}, median of repetitions "
+          f"(busbw = {'2' if op == 'all_reduce' else ''}(n-1)/n x size / time)")
+    print("| size | loom us | gloo us | loom busbw GB/s | gloo busbw GB/s | gloo/loom |")
+    print("|---|---|---|---|---|---|")
     for nb in sizes():
         lt, gt = med[(nb, "loom")], med[(nb, "gloo")]
-        bus = lambda t: 2 * (nprocs - 1) / nprocs * nb / t / 1e9  # noqa: E731
+        bus = lambda t: factor * nb / t / 1e9  # noqa: E731
         print(f"| {human(nb)} | {lt * 1e6:.1f} | {gt * 1e6:.1f} | {bus(lt):.2f} | {bus(gt):.2f} | {gt / lt:.2f} |")
     sys.stdout.flush()
 
@@ -105,15 +123,24 @@ def main():
     ap.add_argument("--build", default="build", help="Loom build folder holding python/loom_torch")
     ap.add_argument("--np", default="2,4", help="world sizes, comma separated")
     ap.add_argument("--reps", type=int, default=5, help="repetitions per size and backend")
+    ap.add_argument("--ops", default="all_reduce,all_gather_into_tensor",
+                    help="operations, comma separated (all_reduce, all_gather_into_tensor)")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    ops = args.ops.split(",")
+    unknown = set(ops) - {"all_reduce", "all_gather_into_tensor"}
+    if unknown:
+        sys.exit(f"unknown operations {sorted(unknown)}: use all_reduce, all_gather_into_tensor")
     if args.worker:
-        return worker(args.reps)
+        return worker(args.reps, ops)
     pythonpath = os.path.abspath(os.path.join(args.build, "python"))
     if not os.path.isdir(os.path.join(pythonpath, "loom_torch")):
-        sys.exit(f"{pythonpath}/loom_torch not found: build Loom with libtorch-dev installed (--build)")
+        sys.exit(f"{pythonpath}/loom_torch not found: build Loom with the torch venv present "
+                 "(scripts/setup_torch_venv.sh), and run this with the venv's python")
     for nprocs in (int(n) for n in args.np.split(",")):
-        table(nprocs, run_world(nprocs, args.reps, pythonpath))
+        results = run_world(nprocs, args.reps, ops, pythonpath)
+        for op in ops:
+            table(nprocs, op, results)
 
 
 if __name__ == "__main__":

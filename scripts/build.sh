@@ -7,5 +7,3 @@ BUILD_DIR=${LOOM_BUILD_DIR:-build}
 BUILD_TYPE=${LOOM_BUILD_TYPE:-RelWithDebInfo}
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="$BUILD_TYPE" "$@"
 cmake --build "$BUILD_DIR" -j "$(nproc)"
-# /usr/bin/python3 finds loom_torch (the torch backend) in this build tree.
-bash bindings/torch/install_pth.sh "$BUILD_DIR"

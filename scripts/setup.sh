@@ -12,12 +12,12 @@ packages=(
   libmpich-dev                    # optional: the MPICH and Intel MPI baselines of perf/compare_mpi.sh
   gnuplot-nox                     # optional: the PNGs of perf/sweep_algorithms.sh
   python3 procps iproute2 iperf3  # iperf3: perf/multihost_bench.sh (the network baseline)
+  python3-venv python3-dev        # bindings/torch: the venv with torch from PyPI, Python's headers
   libhwloc-dev                    # topology (src/topology): cores, NUMA nodes, caches, NICs, GPUs
   libibverbs-dev librdmacm-dev    # transports/verbs: InfiniBand/RoCE (built when the headers exist)
   libucx-dev                      # transports/ucx: UCX (UCP) transport (built when pkg-config finds ucx)
   libopenblas-dev zlib1g-dev       # training layer: BLAS for the model stack, gzip for IDX files
   dataset-fashion-mnist           # the training demo's data (/usr/share/datasets/fashion-mnist)
-  python3-torch libtorch-dev pybind11-dev   # bindings/torch: the torch.distributed backend "loom"
 )
 
 missing=()
@@ -34,3 +34,8 @@ if ((${#missing[@]})); then
 else
   echo "[setup] all packages present"
 fi
+
+# bindings/torch: PyTorch from PyPI in the project-local .venv-torch. Optional:
+# without it the backend is not built and its tests skip, saying why.
+bash "$(dirname "$0")/setup_torch_venv.sh" ||
+  echo "[setup] WARNING: no torch venv (scripts/setup_torch_venv.sh failed): the PyTorch backend is skipped"

@@ -37,18 +37,38 @@ void StreamPool::discard(loomStream_t stream) { loomStreamDestroy(stream); }
 
 // ---- LoomOp ----------------------------------------------------------------
 
-LoomOp::LoomOp(std::string name, int rank, std::shared_ptr<StreamPool> pool)
-    : name_(std::move(name)), rank_(rank), pool_(std::move(pool)), stream_(pool_->acquire()) {}
+LoomOp::LoomOp(std::string name, int rank, std::shared_ptr<StreamPool> pool, std::shared_ptr<DeviceSide> device)
+    : name_(std::move(name)),
+      rank_(rank),
+      pool_(std::move(pool)),
+      device_(std::move(device)),
+      stream_(device_ ? device_->stream() : pool_->acquire()) {}
 
 LoomOp::~LoomOp() {
   // Only an op whose launch failed (nothing on its stream) or one finished
   // elsewhere gets here; waiting keeps a launched op's buffers alive anyway.
-  if (!finished() && stream_) {
-    if (loomStreamSynchronize(stream_) == loomSuccess)
-      pool_->release(stream_);
-    else
-      StreamPool::discard(stream_);
-  }
+  if (!finished() && stream_) returnStream(streamResult(/*block=*/true) != loomSuccess);
+}
+
+loomResult_t LoomOp::streamResult(bool block) {
+  if (!device_) return block ? loomStreamSynchronize(stream_) : loomStreamQuery(stream_);
+  // The CUDA stream is shared with later operations: this op is done when
+  // its end event fired; an error of Loom's stream surfaces through the
+  // query (loomInProgress there only means later work is still running).
+  if (block)
+    device_->synchronize();
+  else if (!device_->query())
+    return loomInProgress;
+  loomResult_t r = loomStreamQuery(stream_);
+  return r == loomInProgress ? loomSuccess : r;
+}
+
+void LoomOp::returnStream(bool failed) {
+  if (device_) return;  // bound to a CUDA stream, owned by Loom's cache
+  if (failed)
+    StreamPool::discard(stream_);  // its error is sticky
+  else
+    pool_->release(stream_);
 }
 
 void LoomOp::markLaunched() {
@@ -69,12 +89,14 @@ void LoomOp::failLaunch(std::exception_ptr error) {
   completeFuture(future);
 }
 
+void LoomOp::waitLaunched() {
+  std::unique_lock<std::mutex> lock(launchMu_);
+  launchCv_.wait(lock, [this] { return launched(); });
+}
+
 void LoomOp::finish() {
   if (finished()) return;
-  {
-    std::unique_lock<std::mutex> lock(launchMu_);
-    launchCv_.wait(lock, [this] { return launched(); });
-  }
+  waitLaunched();
   if (leader_) leader_->finish();
   c10::intrusive_ptr<c10::ivalue::Future> future;
   {
@@ -82,7 +104,7 @@ void LoomOp::finish() {
     if (finished()) return;
     // The stream holds this op alone, and Loom bounds every wait inside it by
     // the communicator's deadline (PyTorch's process-group timeout).
-    future = finishLocked(loomStreamSynchronize(stream_), leader_ ? leader_->error() : nullptr);
+    future = finishLocked(streamResult(/*block=*/true), leader_ ? leader_->error() : nullptr);
   }
   completeFuture(future);
 }
@@ -93,7 +115,7 @@ bool LoomOp::tryFinish() {
   std::unique_lock<std::mutex> lock(finishMu_, std::try_to_lock);
   if (!lock.owns_lock()) return false;
   if (finished()) return true;
-  loomResult_t r = loomStreamQuery(stream_);
+  loomResult_t r = streamResult(/*block=*/false);
   if (r == loomInProgress) return false;
   auto future = finishLocked(r, leader_ ? leader_->error() : nullptr);
   lock.unlock();
@@ -114,20 +136,20 @@ bool LoomOp::finishWithin(std::chrono::milliseconds timeout) {
   return true;
 }
 
-c10::intrusive_ptr<c10::ivalue::Future> LoomOp::finishLocked(loomResult_t streamResult, std::exception_ptr error) {
+c10::intrusive_ptr<c10::ivalue::Future> LoomOp::finishLocked(loomResult_t outcome, std::exception_ptr error) {
   if (error) {
     // Failed before it ran (launch) or with its leader: its stream is idle.
-    pool_->release(stream_);
-  } else if (streamResult != loomSuccess) {
+    returnStream(/*failed=*/false);
+  } else if (outcome != loomSuccess) {
     // loomStreamSynchronize/Query leave their message as this thread's last error.
     error = std::make_exception_ptr(std::runtime_error(c10::str(
-        "loom: ", name_, " on rank ", rank_, " failed (", loomGetErrorString(streamResult),
+        "loom: ", name_, " on rank ", rank_, " failed (", loomGetErrorString(outcome),
         "): ", loomGetLastError(nullptr))));
-    StreamPool::discard(stream_);  // its error is sticky
+    returnStream(/*failed=*/true);
   } else {
-    pool_->release(stream_);
+    returnStream(/*failed=*/false);
     try {
-      if (copyOut) copyOut();
+      if (copyOut && !device_) copyOut();  // a CUDA op copied out on its stream at launch
     } catch (...) {
       error = std::current_exception();
     }

@@ -47,11 +47,30 @@ class StreamPool {
   std::vector<loomStream_t> idle_;
 };
 
+// The CUDA side of an operation on CUDA tensors (cuda_ordering.h): it runs
+// on a Loom stream bound to an internal CUDA stream that first waits for the
+// caller's current CUDA stream, and it is done when an event recorded after
+// it has fired.
+class DeviceSide {
+ public:
+  virtual ~DeviceSide() = default;
+  virtual loomStream_t stream() const = 0;
+  virtual void orderAfterCurrent() = 0;   // before the enqueue: after the caller's queued work
+  virtual void recordEnd() = 0;           // after the enqueue and any device-side copy-out
+  virtual bool query() = 0;               // the end event has fired
+  virtual void synchronize() = 0;         // the host waits for the end event
+  virtual void blockCurrentStream() = 0;  // the caller's current CUDA stream waits for it
+};
+
 class LoomOp {
  public:
   // `name` is the c10d operation ("allreduce", ...), used in messages.
-  LoomOp(std::string name, int rank, std::shared_ptr<StreamPool> pool);
+  // Host tensors run on a stream leased from `pool`; CUDA tensors on
+  // `device`'s stream, and their copyOut runs at launch, in stream order.
+  LoomOp(std::string name, int rank, std::shared_ptr<StreamPool> pool, std::shared_ptr<DeviceSide> device = nullptr);
   ~LoomOp();
+
+  DeviceSide* device() const { return device_.get(); }
 
   const std::string& name() const { return name_; }
   loomStream_t stream() const { return stream_; }
@@ -72,6 +91,8 @@ class LoomOp {
   void follow(std::shared_ptr<LoomOp> leader) { leader_ = std::move(leader); }
 
   bool finished() const { return finished_.load(std::memory_order_acquire); }
+  // Blocks until markLaunched() or failLaunch() (coalesced ops launch at endCoalescing()).
+  void waitLaunched();
   // Waits for the launch and the stream (bounded by the communicator's
   // timeout), then finishes.
   void finish();
@@ -90,13 +111,18 @@ class LoomOp {
 
  private:
   // Needs finishMu_. Returns the future to complete once finishMu_ is released.
-  c10::intrusive_ptr<c10::ivalue::Future> finishLocked(loomResult_t streamResult, std::exception_ptr error = nullptr);
+  c10::intrusive_ptr<c10::ivalue::Future> finishLocked(loomResult_t outcome, std::exception_ptr error = nullptr);
   void completeFuture(const c10::intrusive_ptr<c10::ivalue::Future>& future);
   bool launched() const { return launched_.load(std::memory_order_acquire); }
+  // The stream's outcome once its work is done: waits for it (blocking) or
+  // returns loomInProgress (polling).
+  loomResult_t streamResult(bool block);
+  void returnStream(bool failed);
 
   const std::string name_;
   const int rank_;
   std::shared_ptr<StreamPool> pool_;
+  std::shared_ptr<DeviceSide> device_;
   loomStream_t stream_ = nullptr;
   std::shared_ptr<LoomOp> leader_;
 

@@ -74,7 +74,11 @@ typedef enum LOOM_ENUM_BASE {
   loomMax = 2,
   loomMin = 3,
   loomAvg = 4, /* sum, then divided by the number of ranks (integers: truncated) */
-  loomNumOps = 5
+  /* Bitwise and, or, xor: integer types only (loomInvalidArgument otherwise). */
+  loomBand = 5,
+  loomBor = 6,
+  loomBxor = 7,
+  loomNumOps = 8
 } loomRedOp_t;
 
 #define LOOM_UNIQUE_ID_BYTES 128

@@ -9,6 +9,7 @@ namespace loom::kernels::cuda {
 const char* reduceCopyArgsError(const ReduceCopyArgs& args) {
   if (!isValidDataType(static_cast<int>(args.type))) return "type is not a valid DataType";
   if (!isValidRedOp(static_cast<int>(args.op))) return "op is not a valid RedOp";
+  if (!opTakesType(args.op, args.type)) return "bitwise ops (band, bor, bxor) take integer types only";
   if (args.nsrcs < 1 || args.nsrcs > kMaxSources) return "nsrcs out of range [1, kMaxSources = 8]";
   if (args.ndsts < 1 || args.ndsts > kMaxDestinations) return "ndsts out of range [1, kMaxDestinations = 8]";
   if (args.count > 0) {

@@ -183,6 +183,12 @@ template <class T>
 struct OpFunctor<T, RedOp::kMax> { using type = MaxOp<T>; };
 template <class T>
 struct OpFunctor<T, RedOp::kMin> { using type = MinOp<T>; };
+template <class T>
+struct OpFunctor<T, RedOp::kBand> { using type = BandOp<T>; };
+template <class T>
+struct OpFunctor<T, RedOp::kBor> { using type = BorOp<T>; };
+template <class T>
+struct OpFunctor<T, RedOp::kBxor> { using type = BxorOp<T>; };
 
 template <class T>
 constexpr bool kIs16BitFloat = std::is_same_v<T, Half> || std::is_same_v<T, Bfloat16>;
@@ -393,7 +399,8 @@ LOOM_HOST_DEVICE inline void reduceCopyThread(const ReduceCopyParams& p, size_t 
 // ---- Dispatch ------------------------------------------------------------------------
 
 // Calls f.template operator()<T, kOp>() for the element type and op (kAvg
-// reduces as kSum; with one source the op is irrelevant and kSum is used).
+// reduces as kSum; with one source the op is irrelevant and kSum is used;
+// bitwise ops for integer types only).
 template <class T, class F>
 inline void dispatchOp(RedOp op, F& f) {
   switch (op) {
@@ -401,6 +408,19 @@ inline void dispatchOp(RedOp op, F& f) {
     case RedOp::kProd: f.template operator()<T, RedOp::kProd>(); break;
     case RedOp::kMax: f.template operator()<T, RedOp::kMax>(); break;
     case RedOp::kMin: f.template operator()<T, RedOp::kMin>(); break;
+    // Bitwise ops exist for integer types only; callers reject the others
+    // (opTakesType), so nothing is instantiated or run for floats. A signed
+    // type runs as the unsigned one of its width (the same bits), which
+    // halves the kernels compiled for them.
+    case RedOp::kBand:
+      if constexpr (std::is_integral_v<T>) f.template operator()<std::make_unsigned_t<T>, RedOp::kBand>();
+      break;
+    case RedOp::kBor:
+      if constexpr (std::is_integral_v<T>) f.template operator()<std::make_unsigned_t<T>, RedOp::kBor>();
+      break;
+    case RedOp::kBxor:
+      if constexpr (std::is_integral_v<T>) f.template operator()<std::make_unsigned_t<T>, RedOp::kBxor>();
+      break;
   }
 }
 

@@ -2,6 +2,7 @@
 
 #include <bit>
 #include <cmath>
+#include <iterator>
 
 namespace loom::perf {
 namespace {
@@ -22,7 +23,11 @@ constexpr TypeInfo kTypes[] = {
     {loomFloat64, "double", 8, true, true},    {loomBfloat16, "bfloat16", 2, true, true},
 };
 
-constexpr const char* kOpNames[] = {"sum", "prod", "max", "min", "avg"};
+constexpr const char* kOpNames[] = {"sum", "prod", "max", "min", "avg", "band", "bor", "bxor"};
+static_assert(std::size(kOpNames) == loomNumOps, "a name for every loomRedOp_t");
+// The perf tools check results through doubles (test_data.cc), which fits the
+// arithmetic ops only: the bitwise ones are not offered.
+constexpr int kMeasurableOps = loomBand;
 
 const TypeInfo& info(loomDataType_t type) {
   for (const TypeInfo& t : kTypes)
@@ -55,7 +60,7 @@ const char* opName(loomRedOp_t op) {
 }
 
 std::optional<loomRedOp_t> parseOpName(std::string_view name) {
-  for (int op = 0; op < loomNumOps; ++op)
+  for (int op = 0; op < kMeasurableOps; ++op)
     if (name == kOpNames[op]) return static_cast<loomRedOp_t>(op);
   return std::nullopt;
 }

@@ -26,6 +26,11 @@ Status Communicator::validate(const algo::CollArgs& a) const {
   LOOM_ENFORCE(isValidRedOp(static_cast<int>(a.op)), Code::kInvalidArgument,
                "%s on rank %d: invalid reduction op %d (valid: 0..%d)", algo::collTypeName(a.type), rank_,
                static_cast<int>(a.op), kNumRedOps - 1);
+  const bool reduces = a.type == CollType::kAllReduce || a.type == CollType::kReduce ||
+                       a.type == CollType::kReduceScatter;
+  LOOM_ENFORCE(!reduces || opTakesType(a.op, a.dtype), Code::kInvalidArgument,
+               "%s on rank %d: reduction op %s takes integer datatypes, got %s", algo::collTypeName(a.type), rank_,
+               redOpName(a.op), dataTypeName(a.dtype));
   const bool rooted = a.type == CollType::kBroadcast || a.type == CollType::kReduce;
   LOOM_ENFORCE(!rooted || (a.root >= 0 && a.root < nranks_), Code::kInvalidArgument,
                "%s on rank %d: root %d out of range [0, %d)", algo::collTypeName(a.type), rank_, a.root, nranks_);

@@ -37,13 +37,13 @@ void expectError(const char* call, loomResult_t rc, loomResult_t want, loomComm_
 
 // Invalid values that a C++ enum object can still hold: its range is that
 // of the smallest bit-field holding every enumerator ([0, 15] for
-// loomDataType_t, [0, 7] for loomRedOp_t); 42 or -1 would already be
+// loomDataType_t and loomRedOp_t); 42 or -1 would already be
 // undefined behaviour in this C++ caller (UBSan reports the load), though a
 // C caller may pass them.
 const auto kBadType = static_cast<loomDataType_t>(loomNumTypes);
 const auto kLastBadType = static_cast<loomDataType_t>(15);
 const auto kBadOp = static_cast<loomRedOp_t>(loomNumOps);
-const auto kLastBadOp = static_cast<loomRedOp_t>(7);
+const auto kLastBadOp = static_cast<loomRedOp_t>(15);
 
 void expectNoCommRejected(float* x, float* y) {
   EXPECT_LOOM_ERROR(loomAllReduce(x, y, 1, loomFloat32, loomSum, nullptr, nullptr), loomInvalidArgument, nullptr,

@@ -29,7 +29,7 @@ bool isLargeCase(Coll coll, int nranks, int entry, loomDataType_t dtype, loomRed
     largeType = kNarrowTypes[entry % 4];
   if (dtype != largeType) return false;
   if (!collTakesOp(coll)) return inPlace == ((entry + c) % 2 == 1);
-  return op == (entry + c) % loomNumOps && inPlace == (((entry + c) / loomNumOps) % 2 == 1);
+  return op == (entry + c) % kMatrixOps && inPlace == (((entry + c) / kMatrixOps) % 2 == 1);
 }
 
 size_t typeSize(loomDataType_t dtype) {
@@ -45,7 +45,7 @@ size_t typeSize(loomDataType_t dtype) {
 
 std::vector<CaseSpec> buildCases(Coll coll, int nranks, Mode mode, const MatrixOptions& options) {
   const int entry = entryIndex(mode, nranks) + options.largeRotation;
-  const int numOps = collTakesOp(coll) ? loomNumOps : 1;
+  const int numOps = collTakesOp(coll) ? kMatrixOps : 1;
   std::vector<CaseSpec> cases;
   for (int d = 0; d < loomNumTypes; ++d) {
     const auto dtype = static_cast<loomDataType_t>(d);

@@ -40,6 +40,9 @@ namespace loom::integration {
 enum class Mode { kThreads = 0, kProcesses = 1 };
 
 constexpr size_t kLargeCount = 4 * 1024 * 1024 + 3;
+// The reductions the matrix covers: those defined on every datatype. The
+// bitwise ones (integer types only) have their own test (bitwise_ops_test.cc).
+constexpr int kMatrixOps = loomBand;
 
 struct MatrixOptions {
   size_t chunkBytes = 256 * 1024;  // the library's LOOM_CHUNK_SIZE

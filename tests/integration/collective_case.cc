@@ -212,7 +212,7 @@ const char* dtypeName(loomDataType_t dtype) {
 }
 
 const char* opName(loomRedOp_t op) {
-  static const char* const kNames[] = {"sum", "prod", "max", "min", "avg"};
+  static const char* const kNames[] = {"sum", "prod", "max", "min", "avg", "band", "bor", "bxor"};
   return op >= 0 && op < loomNumOps ? kNames[op] : "invalid-op";
 }
 

@@ -79,7 +79,7 @@ TEST(Reference, MatrixCoverage) {
   const int sizes[] = {1, 2, 3, 4, 8};
   for (int c = 0; c < kNumColls; ++c) {
     const auto coll = static_cast<Coll>(c);
-    const size_t opsPerType = collTakesOp(coll) ? loomNumOps : 1;
+    const size_t opsPerType = collTakesOp(coll) ? kMatrixOps : 1;
     int largeByType[loomNumTypes] = {};
     for (Mode mode : {Mode::kThreads, Mode::kProcesses}) {
       for (int n : sizes) {

@@ -121,6 +121,8 @@ Value combine(RedOp op, const Value& a, const Value& b) {
       // Contract: NaN if either is NaN, else the smaller/larger, the second when equal.
       case RedOp::kMin: r.d = anyNan ? std::numeric_limits<double>::quiet_NaN() : (a.d < b.d ? a.d : b.d); break;
       case RedOp::kMax: r.d = anyNan ? std::numeric_limits<double>::quiet_NaN() : (a.d > b.d ? a.d : b.d); break;
+      // Bitwise ops are not defined on floats: NaN fails any comparison with it.
+      default: r.d = std::numeric_limits<double>::quiet_NaN(); break;
     }
     return r;
   }
@@ -129,6 +131,10 @@ Value combine(RedOp op, const Value& a, const Value& b) {
     case RedOp::kProd: r.u = a.u * b.u; break;
     case RedOp::kMin: r = a.isSigned ? (a.i < b.i ? a : b) : (a.u < b.u ? a : b); break;
     case RedOp::kMax: r = a.isSigned ? (a.i > b.i ? a : b) : (a.u > b.u ? a : b); break;
+    // On the 64-bit two's-complement pattern; wrap() keeps the type's bits.
+    case RedOp::kBand: r.u = a.u & b.u; break;
+    case RedOp::kBor: r.u = a.u | b.u; break;
+    case RedOp::kBxor: r.u = a.u ^ b.u; break;
   }
   return wrap(r);
 }

@@ -71,7 +71,15 @@ std::vector<DataType> allTypes() {
 
 std::vector<RedOp> allOps() {
   std::vector<RedOp> ops;
-  for (int op = 0; op < kNumRedOps; ++op) ops.push_back(static_cast<RedOp>(op));
+  for (int op = 0; op < kNumRedOps; ++op)
+    if (!isBitwiseOp(static_cast<RedOp>(op))) ops.push_back(static_cast<RedOp>(op));
+  return ops;
+}
+
+std::vector<RedOp> opsFor(DataType type) {
+  std::vector<RedOp> ops;
+  for (int op = 0; op < kNumRedOps; ++op)
+    if (opTakesType(static_cast<RedOp>(op), type)) ops.push_back(static_cast<RedOp>(op));
   return ops;
 }
 

@@ -17,9 +17,11 @@ namespace loom::kernels::testdata {
 
 std::vector<unsigned char> randomBuffer(DataType type, size_t count, uint64_t seed);
 
-// Every DataType / RedOp / Isa, for loops in tests.
+// Every DataType / RedOp / Isa, for loops in tests. allOps() are the ops
+// defined on every type; opsFor(type) adds the bitwise ones for integers.
 std::vector<DataType> allTypes();
 std::vector<RedOp> allOps();
+std::vector<RedOp> opsFor(DataType type);
 std::vector<Isa> allIsas();
 
 // "float sum avx2 count=17" for failure messages.

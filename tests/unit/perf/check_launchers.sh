@@ -69,13 +69,11 @@ case $mode in
     fi
     ;;
   torchrun)
-    py=${LOOM_TORCH_PYTHON:-/usr/bin/python3}
+    py=${LOOM_TORCH_PYTHON:-$(dirname "$0")/../../../.venv-torch/bin/python}
     "$py" -c "import torch.distributed.run" 2> /dev/null ||
       { echo "SKIP: torch (torch.distributed.run) is not installed for $py"; exit 77; }
     logs=$(mktemp -d)
-    # Debian's torch 1.13 under Python 3.11 cannot parse the default
-    # "--redirects 0 --tee 0"; 1 (stdout teed to the console) works.
-    timeout 120 "$py" -m torch.distributed.run --standalone --nproc_per_node $n --redirects 1 --tee 1 \
+    timeout 120 "$py" -m torch.distributed.run --standalone --nproc_per_node $n \
       --log_dir "$logs" --monitor_interval 0.2 --no_python "$@" > "$out" 2>&1
     rc=$?
     rm -rf "$logs"
