@@ -14,7 +14,9 @@
 #      (--memcpy-baseline: the copy and %copy columns); a multi-rank sweep
 #      that fails is repeated with -z 1 (a stream synchronize after every call)
 #   4. -G: the all-reduce captured as a CUDA graph (or Loom's refusal); then
-#      2 processes sharing the GPU (loomrun -n 2), 8 B .. 32 MiB
+#      2 processes sharing the GPU (loomrun -n 2), 8 B .. 32 MiB; then the
+#      PyTorch backend built for this machine's torch (gpu_torch_build.py)
+#      and its CUDA-tensor check under torchrun (skipped without torch)
 #   5. compute-sanitizer memcheck, racecheck and synccheck over the GPU tests
 #      that passed in step 2 (said so when the tool is missing or refuses)
 # Then a table: step, status, seconds. A step whose timeout no longer fits in
@@ -93,13 +95,19 @@ judge() {  # KIND RC LOG
       elif ((rc == 1)) && grep -q -- '-G: .*captured into a CUDA graph' "$log"; then echo "REFUSED by Loom (exit 1, -G message)"
       else echo "FAIL (exit $rc)"
       fi ;;
+    skippable)
+      if ((rc == 77)); then line=$(grep -m1 '^SKIP' "$log"); echo "SKIP: ${line:6:60}"
+      elif ((rc == 0)); then echo ok
+      else echo "FAIL (exit $rc)"
+      fi ;;
     *)
       if ((rc == 0)); then echo ok; else echo "FAIL (exit $rc)"; fi ;;
   esac
 }
 
 # step NAME TIMEOUT KIND COMMAND...: runs COMMAND under timeout with its
-# output in $logs/NAME.log; KIND (plain, gtest, sanitizer, graph, sweep)
+# output in $logs/NAME.log; KIND (plain, gtest, sanitizer, graph, sweep,
+# skippable: exit 77 is a skip)
 # says how to read the result and what to print here.
 step() {
   local name=$1 limit=$2 kind=$3
@@ -181,6 +189,15 @@ step allreduce_graph_2ranks 30 graph .gpu/bin/all_reduce_perf -b 8 -e 1M -f 32 -
 # 4b. Two processes sharing the GPU (loomrun), a shorter sweep.
 step allreduce_2procs "$sweep_timeout" sweep .gpu/bin/loomrun -n 2 --no-tag-output \
   .gpu/bin/all_reduce_perf -b 8 -e 32M -f 8 --memcpy-baseline -T "$LOOM_TIMEOUT"
+
+# 4c. The PyTorch backend on CUDA tensors: the extension is built here for
+# this machine's Python and torch against the packed libloom, then
+# cuda_check.py runs under torchrun on 2 processes (exit 77: a skip).
+torch_ext=$logs/torch_ext
+if step torch_build 180 plain python3 scripts/gpu_torch_build.py .gpu/lib "$torch_ext"; then
+  step torch_cuda_2procs 120 skippable env PYTHONPATH="$torch_ext" \
+    python3 tests/unit/bindings/torch/run_torchrun.py --probe 2 tests/unit/bindings/torch/cuda_check.py
+fi
 
 # 5. compute-sanitizer over what passed, one run per binary and tool.
 sanitizer=$(command -v compute-sanitizer || true)
