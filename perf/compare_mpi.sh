@@ -10,8 +10,11 @@
 # git-ignored), when their packages can be had:
 #   MPICH      Debian's mpich + libmpich-dev (apt-get, as root, when missing);
 #              mpi_all_reduce_perf.cc compiled with mpicxx.mpich
-#   Intel MPI  PyPI's impi-rt + impi-devel in BASELINES/venv, running the MPICH
-#              build (the same ABI, libmpi.so.12) with I_MPI_FABRICS=shm
+#   Intel MPI  PyPI's impi-rt + impi-devel in BASELINES/venv; mpi_all_reduce_perf.cc
+#              compiled against the venv's mpi.h and linked to its libmpi.so.12
+#              (rpath), run with I_MPI_FABRICS=shm. Debian's MPICH build cannot
+#              stand in: it links libmpich.so.12, so it would run MPICH itself
+#              under Intel's launcher
 #   oneCCL     PyPI's oneccl-cpu + oneccl-cpu-devel in the same venv;
 #              mpi_all_reduce_perf.cc with LOOM_PERF_ONECCL, libccl.a linked in,
 #              started by Intel MPI's mpiexec, CCL_ATL_TRANSPORT=mpi
@@ -127,10 +130,16 @@ fi
 intel_env=(env I_MPI_ROOT="$venv" LD_LIBRARY_PATH="$venv/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" I_MPI_FABRICS=shm)
 [[ $(id -u) -eq 0 ]] && intel_env+=(I_MPI_HYDRA_BOOTSTRAP=fork)
 intel_run=("${intel_env[@]}" "$venv/bin/mpiexec.hydra")
-if [[ ! -x $venv/bin/mpiexec.hydra ]]; then
-  absent[intelmpi]="PyPI's impi-rt is not installed in $venv and could not be: $(tail -c 300 "$work/impi.log" 2>/dev/null)"
-elif [[ -n ${absent[mpich]:-} ]]; then
-  absent[intelmpi]="runs the MPICH build, which is absent"
+impi_tool=$base/bin/impi_all_reduce_perf
+if [[ ! -x $venv/bin/mpiexec.hydra || ! -f $venv/include/mpi.h ]]; then
+  absent[intelmpi]="PyPI's impi-rt/impi-devel are not installed in $venv and could not be: $(tail -c 300 "$work/impi.log" 2>/dev/null)"
+elif [[ ! -f $perf_base ]]; then
+  absent[intelmpi]="$perf_base not found (build all_reduce_perf)"
+elif stale "$impi_tool" "$mpi_source" "$perf_base" && ! g++ "${flags[@]}" -I"$venv/include" "$mpi_source" "$perf_base" \
+    -L"$venv/lib" -Wl,-rpath,"$(cd "$venv/lib" && pwd)" -lmpi -o "$impi_tool" >"$work/impi_build.log" 2>&1; then
+  absent[intelmpi]="building against Intel MPI failed: $(head -c 300 "$work/impi_build.log")"
+elif [[ $(LD_LIBRARY_PATH= ldd "$impi_tool" 2>&1) != *"$venv/lib/libmpi.so.12"* ]]; then
+  absent[intelmpi]="$impi_tool does not load Intel MPI's libmpi.so.12 from $venv/lib"
 fi
 ccl_tool=$base/bin/oneccl_all_reduce_perf
 stubs=$root/perf/mpi/oneccl_link_stubs.c
@@ -180,7 +189,7 @@ launcher() {
     before) echo "$before_bin/loomrun -n $n --no-tag-output $before_bin/all_reduce_perf -z 1" ;;
     openmpi) echo "${openmpi_run[*]} -np $n $bin/mpi_all_reduce_perf" ;;
     mpich) echo "mpiexec.mpich -n $n $mpich_tool" ;;
-    intelmpi) echo "${intel_run[*]} -n $n $mpich_tool" ;;
+    intelmpi) echo "${intel_run[*]} -n $n $impi_tool" ;;
     oneccl) echo "${intel_run[*]} -n $n env CCL_ATL_TRANSPORT=mpi CCL_LOG_LEVEL=error $ccl_tool" ;;
     gloo) echo "/usr/bin/python3 $gloo_tool --np $n" ;;
   esac
@@ -201,6 +210,16 @@ run_size() {
     echo "$size FAILED" >>"$work/$library.$n"
     return 0
   fi
+  # The MPI tools name the library they called in their header: a column
+  # filled by another library (a binary linked to the wrong libmpi) is refused.
+  case $library in
+    openmpi | mpich | intelmpi | oneccl)
+      if ! grep -q "host memory ($library)" "$log"; then
+        echo "compare_mpi.sh: the $library run called another library: $(grep -o 'host memory ([a-z]*)' "$log" | head -1)" >&2
+        echo "$size FAILED" >>"$work/$library.$n"
+        return 0
+      fi ;;
+  esac
   grep -v '^#' "$log" | grep -E '^ *[0-9]' | awk -v s="$size" '$1 == s {print $1, $6, $9; exit}' >>"$work/$library.$n"
 }
 
