@@ -157,6 +157,16 @@ bool isLiveComm(loomComm_t comm) {
   return liveComms().count(comm) != 0;
 }
 
+namespace {
+// Streams that recently passed the lookup: a call on a stream checks its
+// handle without the registry lock (a stream call on the latency path pays
+// for every lock). Entries are cleared when their stream is destroyed, under
+// registryMu, so a hit is a live stream; using a stream while another thread
+// destroys it is the caller's race, with or without the lock.
+std::atomic<loomStream_t> recentStreams[kRecentHandles];
+int nextRecentStream = 0;  // guarded by registryMu
+}  // namespace
+
 void registerStream(loomStream_t stream) {
   std::lock_guard<std::mutex> lock(registryMu);
   liveStreams().insert(stream);
@@ -164,10 +174,17 @@ void registerStream(loomStream_t stream) {
 void unregisterStream(loomStream_t stream) {
   std::lock_guard<std::mutex> lock(registryMu);
   liveStreams().erase(stream);
+  for (auto& recent : recentStreams)
+    if (recent.load(std::memory_order_relaxed) == stream) recent.store(nullptr, std::memory_order_relaxed);
 }
 bool isLiveStream(loomStream_t stream) {
+  for (const auto& recent : recentStreams)
+    if (stream && recent.load(std::memory_order_relaxed) == stream) return true;
   std::lock_guard<std::mutex> lock(registryMu);
-  return liveStreams().count(stream) != 0;
+  if (liveStreams().count(stream) == 0) return false;
+  recentStreams[nextRecentStream].store(stream, std::memory_order_relaxed);
+  nextRecentStream = (nextRecentStream + 1) % kRecentHandles;
+  return true;
 }
 
 loomResult_t toResult(Code code) { return static_cast<loomResult_t>(static_cast<int>(code)); }

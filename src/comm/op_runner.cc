@@ -186,6 +186,30 @@ bool OpRunner::peersStartedSoon(uint64_t seq) {
   return waitUntil([&] { return bulletin.peersStarted(seq); }, nullptr, brief, [] { return std::string(); }).isOk();
 }
 
+bool OpRunner::idleSoon(Stream& stream, std::unique_lock<std::mutex>* turn) {
+  Communicator& c = comm_;
+  // One earlier call went to the worker (a peer was late): its peers' workers
+  // are running it now. Waiting for it a moment lets this call, and the ones
+  // after it, run inline again; without the wait, a caller that enqueues
+  // faster than the workers finish keeps every later call on the worker,
+  // with a hand-off each. A longer queue is left to the worker: the wait
+  // would not pay.
+  if (stream.outstanding() > 1) return false;
+  WaitContext brief;
+  brief.deadline = Deadline::after(c.config_.asyncInlineMicros * 1e-6);
+  brief.spinMicros = std::min(c.config_.asyncInlineMicros, 2);
+  brief.yieldMicros = c.config_.asyncInlineMicros;
+  brief.abort = &c.abort_;
+  return waitUntil(
+             [&] {
+               if (!stream.idle()) return false;
+               *turn = c.executor_->inlineTurn();
+               return turn->owns_lock();
+             },
+             nullptr, brief, [] { return std::string(); })
+      .isOk();
+}
+
 bool OpRunner::runInline(const algo::CollArgs& args, Stream& stream) {
   Communicator& c = comm_;
   if (c.config_.asyncInlineMicros <= 0 || !c.bulletin_ || stream.device() ||
@@ -193,7 +217,10 @@ bool OpRunner::runInline(const algo::CollArgs& args, Stream& stream) {
     return false;
   // Nothing queued on the communicator, nothing running; held while the op runs.
   std::unique_lock<std::mutex> turn = c.executor_->inlineTurn();
-  if (!turn.owns_lock() || !stream.idle()) return false;
+  if (!turn.owns_lock() || !stream.idle()) {
+    if (turn.owns_lock()) turn.unlock();
+    if (!idleSoon(stream, &turn)) return false;
+  }
   // steps() announces the same number again if the op goes to the worker.
   c.bulletin_->announceStart(collectivesStarted_ + 1);
   if (!peersStartedSoon(collectivesStarted_ + 1)) return false;  // the worker runs it; the call returns now

@@ -12,6 +12,7 @@ CompletionPtr Stream::push(const CompletionPtr& op, const void* runner) {
   last_ = op;
   lastRunner_ = runner;
   outstanding_.push_back(op);
+  unfinished_.store(outstanding_.size(), std::memory_order_release);
   // The same runner starts its operations in the order they were pushed, and
   // each after the one before it finished: nothing to wait for, and no
   // reference that would make the runner's thread free the previous op.
@@ -27,12 +28,13 @@ void Stream::pruneLocked() {
     if (!done.ok() && firstError_.isOk()) firstError_ = done.status();
     outstanding_.pop_front();
   }
+  unfinished_.store(outstanding_.size(), std::memory_order_release);
 }
 
-bool Stream::idle() {
+size_t Stream::outstanding() {
   std::lock_guard<std::mutex> lock(mu_);
   pruneLocked();
-  return outstanding_.empty();
+  return outstanding_.size();
 }
 
 void Stream::noteFinished(const Status& status) {

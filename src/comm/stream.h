@@ -10,6 +10,7 @@
 // before it on the CUDA stream, and later CUDA work waits for the op.
 #pragma once
 
+#include <atomic>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -27,7 +28,9 @@ class Stream {
   // its operations one after another in the order they were queued.
   CompletionPtr push(const CompletionPtr& op, const void* runner);
   // True when every op enqueued so far has finished.
-  bool idle();
+  bool idle() { return unfinished_.load(std::memory_order_acquire) == 0 || outstanding() == 0; }
+  // How many ops enqueued so far have not finished.
+  size_t outstanding();
   // An op that ran at once on the caller's thread, never pushed: its error,
   // if any, is reported like a pushed op's.
   void noteFinished(const Status& status);
@@ -66,6 +69,10 @@ class Stream {
   std::mutex enqueueMu_;
   std::mutex mu_;
   std::deque<CompletionPtr> outstanding_;  // in stream order, so they finish front first
+  // outstanding_.size(), written under mu_: zero means idle without the lock
+  // (the check every small stream call makes). Nonzero may be stale (an op
+  // finished since), so idle() then prunes under the lock.
+  std::atomic<size_t> unfinished_{0};
   CompletionPtr last_;
   const void* lastRunner_ = nullptr;  // the runner of last_
   Status firstError_;  // sticky: a failed op stays reported until the stream is destroyed

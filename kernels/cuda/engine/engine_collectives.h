@@ -343,11 +343,15 @@ LOOM_HOST_DEVICE inline EngineStatus runEngineBlock(const EngineView& view, cons
 // the element type and reduction for the reducing collectives (kAvg reduces
 // as kSum; a one-rank call without a post step only copies), bytes for the
 // copy-only ones.
+// Whether a call runs typed (T and kOp from its type and reduction) or as
+// bytes (uint8_t, kSum).
+LOOM_HOST_DEVICE inline bool engineRunsTyped(const EngineCall& call, int nranks) {
+  return engineReduces(call.op) && (nranks > 1 || call.redOp == RedOp::kAvg || call.post != PostOp::kNone);
+}
+
 template <class F>
 inline void engineDispatch(const EngineCall& call, int nranks, F&& f) {
-  const bool typed = engineReduces(call.op) && (nranks > 1 || call.redOp == RedOp::kAvg ||
-                                                call.post != PostOp::kNone);
-  if (!typed) {
+  if (!engineRunsTyped(call, nranks)) {
     f.template operator()<uint8_t, RedOp::kSum>();
     return;
   }

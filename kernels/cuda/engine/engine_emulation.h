@@ -59,20 +59,35 @@ struct HostBlock {
   bool syncOr(bool vote) const { return threads > 1 ? shared->syncOr(vote) : vote; }
 };
 
+// The (T, kOp) instantiations an emulated run may use: every one the
+// kernel has (engineDispatch). A test that runs many Memory policies on a
+// few types passes a narrower set (its dispatch returns false for a call
+// outside it), which keeps its build from instantiating the whole engine
+// once per type, reduction and policy.
+struct EveryInstantiation {
+  template <class F>
+  static bool dispatch(const EngineCall& call, int nranks, F&& f) {
+    engineDispatch(call, nranks, f);
+    return true;
+  }
+};
+
 // Runs this rank's part of `call` on `view` with the Memory policy given
 // (tests pass delaying or mutated ones); returns the first failure of any
-// block, or kInvalidCall (nothing run) when engineCallError rejects the call
-// or it asks for more channels than the view has.
-template <class Memory>
+// block, or kInvalidCall (nothing run) when engineCallError rejects the call,
+// it asks for more channels than the view has, or Instantiations lacks its
+// type and reduction.
+template <class Memory, class Instantiations = EveryInstantiation>
 EngineStatus runEngineEmulatedWith(const EngineView& view, const EngineCall& call, int threadsPerBlock = 1) {
   if (engineCallError(call, view.nranks, view.rank) || call.channels > view.nchannels || threadsPerBlock < 1)
     return EngineStatus::kInvalidCall;
+  if (!Instantiations::dispatch(call, view.nranks, []<class T, RedOp kOp>() {})) return EngineStatus::kInvalidCall;
   const int channels = engineChannels(call, view.nchannels);
   const int blocks = engineBlocks(call, view.nranks, channels);
   if (blocks == 0) return EngineStatus::kOk;
   std::atomic<uint32_t> failure{0};
   auto runBlockThread = [&](int blockIndex, HostBlock block) {
-    engineDispatch(call, view.nranks, [&]<class T, RedOp kOp>() {
+    Instantiations::dispatch(call, view.nranks, [&]<class T, RedOp kOp>() {
       const EngineStatus s = runEngineBlock<T, kOp, Memory>(view, call, blockIndex, block);
       if (s != EngineStatus::kOk && block.tid() == 0) {
         uint32_t expected = 0;

@@ -82,6 +82,30 @@ TEST(Api, RecentlyUsedHandlesAreRefusedOnceDestroyed) {
   destroyAll(live);
 }
 
+// A stream that was just used (so its handle is in the lookup's fast path)
+// is refused once destroyed, by address only: nothing reads its memory.
+TEST(Api, RecentlyUsedStreamsAreRefusedOnceDestroyed) {
+  auto comms = clique(1);
+  std::vector<loomStream_t> gone;
+  for (int round = 0; round < 12; ++round) {
+    loomStream_t stream = nullptr;
+    ASSERT_EQ(loomStreamCreate(&stream), loomSuccess);
+    float x = 2.0f;
+    EXPECT_EQ(loomAllReduce(&x, &x, 1, loomFloat, loomSum, comms[0], stream), loomSuccess);
+    EXPECT_EQ(loomStreamSynchronize(stream), loomSuccess);
+    EXPECT_EQ(x, 2.0f);
+    gone.push_back(stream);
+    ASSERT_EQ(loomStreamDestroy(stream), loomSuccess);
+    for (auto it = gone.rbegin(); it != gone.rend(); ++it) {
+      float y = 0;
+      EXPECT_EQ(loomAllReduce(&y, &y, 1, loomFloat, loomSum, comms[0], *it), loomInvalidArgument) << "round " << round;
+      EXPECT_NE(std::string(loomGetLastError(nullptr)).find("not a live stream"), std::string::npos)
+          << loomGetLastError(nullptr);
+    }
+  }
+  destroyAll(comms);
+}
+
 // One thread keeps calling on a handle while another destroys it: every call
 // either runs or is refused, nothing touches freed memory (run under ASan).
 TEST(Api, CallsRacingDestroyEitherRunOrAreRefused) {

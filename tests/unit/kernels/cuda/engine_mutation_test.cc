@@ -36,7 +36,7 @@ template <class Memory>
 std::string runAndCheck(const CollectiveCase& c, int nranks, int slots) {
   EngineRanks ranks(nranks, 2, slots, 64);
   CollectiveRun run(c, nranks);
-  const std::vector<EngineStatus> status = ranks.run<Memory>(run.calls());
+  const std::vector<EngineStatus> status = ranks.run<Memory, Int32SumInstantiations>(run.calls());
   for (EngineStatus s : status)
     if (s != EngineStatus::kOk) return std::string("status ") + engineStatusName(s);
   return run.check();
@@ -152,7 +152,8 @@ TEST(EngineLL, RefreshStepsWriteEverySlotWhole) {
     c.protocol = EngineProtocol::kLL;
     c.seed = seed;
     CollectiveRun run(c, 2);
-    for (EngineStatus status : ranks.run<DelayingMemory>(run.calls())) ASSERT_EQ(status, EngineStatus::kOk);
+    for (EngineStatus status : ranks.run<DelayingMemory, Int32SumInstantiations>(run.calls()))
+      ASSERT_EQ(status, EngineStatus::kOk);
     ASSERT_EQ(run.check(), "");
   };
   for (int k = 0; k < kSlots; ++k) broadcastOneElement(static_cast<uint64_t>(k) + 1);

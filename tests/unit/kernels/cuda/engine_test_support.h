@@ -95,7 +95,7 @@ class EngineRanks {
   const EngineView& view(int rank) const { return views_[static_cast<size_t>(rank)]; }
 
   // Runs calls[r] on rank r, one thread per rank, all at once.
-  template <class Memory>
+  template <class Memory, class Instantiations = EveryInstantiation>
   std::vector<EngineStatus> run(const std::vector<EngineCall>& calls, int threadsPerBlock = 1);
 
  private:
@@ -106,15 +106,31 @@ class EngineRanks {
 
 void runRankThreads(int nranks, const std::function<void(int)>& body);
 
-template <class Memory>
+template <class Memory, class Instantiations>
 std::vector<EngineStatus> EngineRanks::run(const std::vector<EngineCall>& calls, int threadsPerBlock) {
   std::vector<EngineStatus> status(calls.size(), EngineStatus::kOk);
   runRankThreads(nranks(), [&](int r) {
-    status[static_cast<size_t>(r)] =
-        runEngineEmulatedWith<Memory>(views_[static_cast<size_t>(r)], calls[static_cast<size_t>(r)], threadsPerBlock);
+    status[static_cast<size_t>(r)] = runEngineEmulatedWith<Memory, Instantiations>(
+        views_[static_cast<size_t>(r)], calls[static_cast<size_t>(r)], threadsPerBlock);
   });
   return status;
 }
+
+// The instantiations of the protocol tests that swap the memory layer: int32
+// sum, and bytes for the copy-only collectives. Anything else is refused
+// (kInvalidCall), so a case outside the set fails loudly instead of passing.
+struct Int32SumInstantiations {
+  template <class F>
+  static bool dispatch(const EngineCall& call, int nranks, F&& f) {
+    if (!engineRunsTyped(call, nranks)) {
+      f.template operator()<uint8_t, RedOp::kSum>();
+      return true;
+    }
+    if (call.type != DataType::kInt32 || (call.redOp != RedOp::kSum && call.redOp != RedOp::kAvg)) return false;
+    f.template operator()<int32_t, RedOp::kSum>();
+    return true;
+  }
+};
 
 // ---- One collective, its buffers and its reference ---------------------------------
 
