@@ -81,7 +81,7 @@ std::unique_ptr<CommDevices> CommDevices::create(const CommDeviceSetup& setup, c
       LOOM_WARN(log, kSubsysInit, "GDR: %s; device buffers are staged", agreed.status().message().c_str());
     gdr = agreed.isOk() && agreed.value();
   }
-  // Across hosts, engines are set up per host, and all-reduce then takes a
+  // Across hosts, engines are set up per host, and collectives then take a
   // path that every rank must take alike: every rank joins these exchanges,
   // with or without a device, so that either every host has an engine or
   // none uses one.
@@ -127,7 +127,7 @@ std::unique_ptr<CommDevices> CommDevices::create(const CommDeviceSetup& setup, c
                                setup.wait);
       if (!all.isOk() || !all.value()) {
         devices->hostEngine_.reset();
-        if (engineWhy.empty()) engineWhy = "a host has no device engine, so all-reduce stages on every host";
+        if (engineWhy.empty()) engineWhy = "a host has no device engine, so collectives stage whole on every host";
       }
     }
   }
@@ -135,8 +135,8 @@ std::unique_ptr<CommDevices> CommDevices::create(const CommDeviceSetup& setup, c
     LOOM_INFO(log, kSubsysInit, "CUDA: device engine on device %d (%d channels): collectives on device buffers run "
               "as kernels between the GPUs", devices->engine_->device(), devices->engine_->channels());
   else if (devices->hostEngine_)
-    LOOM_INFO(log, kSubsysInit, "CUDA: device engine of this host's %d ranks on device %d: all-reduce on device "
-              "buffers runs in it within the host and is staged only between hosts",
+    LOOM_INFO(log, kSubsysInit, "CUDA: device engine of this host's %d ranks on device %d: collectives on device "
+              "buffers run in it within the host and are staged only between hosts",
               static_cast<int>(devices->hostEngine_->members().size()), devices->hostEngine_->device());
   else
     LOOM_INFO(log, kSubsysInit, "CUDA: no device engine (%s)", engineWhy.c_str());
