@@ -52,6 +52,8 @@ DeviceEngine::~DeviceEngine() {
   for (void* peer : mappedPeers_) backend_->unmapPeer(peer);
   if (local_ && !keepMemory_) backend_->freeShared(local_);
   if (scratch_ && !keepMemory_) backend_->freeShared(scratch_);
+  for (void* old : outgrown_)
+    if (!keepMemory_) backend_->freeShared(old);
 }
 
 Result<void*> DeviceEngine::scratch(size_t bytes) {
@@ -59,7 +61,7 @@ Result<void*> DeviceEngine::scratch(size_t bytes) {
   // Powers of two from 64 KiB: a loop of growing calls reallocates rarely.
   size_t want = size_t{64} << 10;
   while (want < bytes) want *= 2;
-  if (scratch_) backend_->freeShared(scratch_);
+  if (scratch_) outgrown_.push_back(scratch_);
   scratch_ = nullptr;
   scratchBytes_ = 0;
   EngineExport unused;

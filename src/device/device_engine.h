@@ -141,7 +141,10 @@ class DeviceEngine {
   // A buffer of at least `bytes` on the engine's device, this rank's own (no
   // peer maps it), kept for later calls and grown when a call needs more:
   // room beside the user's buffers for callers that rearrange data between
-  // engine calls. Grow it only while no enqueued call uses it.
+  // engine calls. Grow it only while no enqueued call uses it. A buffer
+  // outgrown is freed only with the engine: cudaFree waits for the whole
+  // device, where a peer sharing the GPU may have a kernel waiting for this
+  // rank.
   Result<void*> scratch(size_t bytes);
 
  private:
@@ -179,6 +182,7 @@ class DeviceEngine {
   bool keepMemory_ = false;
   void* scratch_ = nullptr;
   size_t scratchBytes_ = 0;
+  std::vector<void*> outgrown_;  // earlier scratch buffers, freed at destruction
 };
 
 }  // namespace loom::cuda

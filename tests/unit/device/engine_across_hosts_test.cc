@@ -130,14 +130,20 @@ struct RunResult {
   std::vector<std::string> errors;
 };
 
-RunResult runCall(const Layout& layout, const Call& call) {
+bool runOne(CommDevices& devices, LocalBootstrap& boot, int n, int rank, const Call& call, RunResult* result);
+
+// Runs `calls` one after another on one set of ranks (engines, scratch and
+// staging buffers reused and grown between calls); a result per call.
+std::vector<RunResult> runCalls(const Layout& layout, const std::vector<Call>& calls) {
   const int n = layout.nranks();
-  RunResult res;
-  res.outputs.assign(static_cast<size_t>(n), {});
-  res.paths.assign(static_cast<size_t>(n), DataPath::kHost);
-  res.railCalls.assign(static_cast<size_t>(n), {});
-  res.hostCalls.assign(static_cast<size_t>(n), 0);
-  res.errors.assign(static_cast<size_t>(n), "");
+  std::vector<RunResult> results(calls.size());
+  for (RunResult& res : results) {
+    res.outputs.assign(static_cast<size_t>(n), {});
+    res.paths.assign(static_cast<size_t>(n), DataPath::kHost);
+    res.railCalls.assign(static_cast<size_t>(n), {});
+    res.hostCalls.assign(static_cast<size_t>(n), 0);
+    res.errors.assign(static_cast<size_t>(n), "");
+  }
   auto group = LocalBootstrapGroup::create(n);
   std::vector<std::unique_ptr<CopyEngine>> copies;
   for (int r = 0; r < n; ++r) copies.push_back(makeHostCopyEngine());
@@ -148,7 +154,7 @@ RunResult runCall(const Layout& layout, const Call& call) {
   std::vector<std::unique_ptr<CommDevices>> kept(static_cast<size_t>(n));
   runRankThreads(n, [&](int rank) {
     const size_t me = static_cast<size_t>(rank);
-    std::string& error = res.errors[me];
+    std::string& error = results[0].errors[me];
     boots[me] = std::make_unique<LocalBootstrap>(group, rank);
     LocalBootstrap& boot = *boots[me];
     EngineSetup setup;
@@ -188,45 +194,57 @@ RunResult runCall(const Layout& layout, const Call& call) {
       error = "an engine of the host's ranks must be the host engine";
       return;
     }
-    // In place: the send buffer is the rank's block of the receive buffer
-    // (all-gather), the receive buffer the rank's block of the send buffer
-    // (reduce-scatter), or the same buffer.
-    const size_t ns = sendElems(call, n), nr = recvElems(call, n);
-    std::vector<float> sendBuf(ns), recvBuf(nr, -1.0f);
-    std::vector<float>& whole = call.inPlace && call.type == algo::CollType::kAllGather ? recvBuf : sendBuf;
-    const size_t at = call.inPlace && call.type == algo::CollType::kAllGather ? me * call.count : 0;
-    for (size_t i = 0; i < ns; ++i) whole[at + i] = inputOf(rank, i);
-    algo::CollArgs args;
-    args.type = call.type;
-    args.dtype = DataType::kFloat32;
-    args.op = call.op;
-    args.count = call.count;
-    args.root = call.root;
-    args.sendbuf = sendBuf.data();
-    args.recvbuf = recvBuf.data();
-    if (call.inPlace) {
-      if (call.type == algo::CollType::kAllGather) args.sendbuf = recvBuf.data() + me * call.count;
-      else if (call.type == algo::CollType::kReduceScatter) args.recvbuf = sendBuf.data() + me * call.count;
-      else args.recvbuf = sendBuf.data();
+    for (size_t k = 0; k < calls.size(); ++k) {
+      if (!runOne(devices, boot, n, rank, calls[k], &results[k])) return;
     }
-    bool handled = false;
-    // The whole-communicator staged path: counted, and computed through the
-    // bootstrap too, so that a wrong choice shows as a count rather than a hang.
-    std::vector<RailCall> wholeCalls;
-    auto runHost = [&](const algo::CollArgs& host) -> Status {
-      ++res.hostCalls[me];
-      std::vector<int> everyone;
-      for (int r = 0; r < n; ++r) everyone.push_back(r);
-      return railStep(boot, n, &wholeCalls)(host, everyone);
-    };
-    Status s = devices.runCollective(args, waitFor(30), runHost, &handled, railStep(boot, n, &res.railCalls[me]));
-    if (!s.isOk()) error = s.message();
-    else if (!handled) error = "not handled";
-    res.paths[me] = devices.lastPath();
-    const float* out = static_cast<const float*>(args.recvbuf);
-    res.outputs[me].assign(out, out + nr);
   });
-  return res;
+  return results;
+}
+
+RunResult runCall(const Layout& layout, const Call& call) { return runCalls(layout, {call})[0]; }
+
+bool runOne(CommDevices& devices, LocalBootstrap& boot, int n, int rank, const Call& call, RunResult* result) {
+  RunResult& res = *result;
+  const size_t me = static_cast<size_t>(rank);
+  std::string& error = res.errors[me];
+  // In place: the send buffer is the rank's block of the receive buffer
+  // (all-gather), the receive buffer the rank's block of the send buffer
+  // (reduce-scatter), or the same buffer.
+  const size_t ns = sendElems(call, n), nr = recvElems(call, n);
+  std::vector<float> sendBuf(ns), recvBuf(nr, -1.0f);
+  std::vector<float>& whole = call.inPlace && call.type == algo::CollType::kAllGather ? recvBuf : sendBuf;
+  const size_t at = call.inPlace && call.type == algo::CollType::kAllGather ? me * call.count : 0;
+  for (size_t i = 0; i < ns; ++i) whole[at + i] = inputOf(rank, i);
+  algo::CollArgs args;
+  args.type = call.type;
+  args.dtype = DataType::kFloat32;
+  args.op = call.op;
+  args.count = call.count;
+  args.root = call.root;
+  args.sendbuf = sendBuf.data();
+  args.recvbuf = recvBuf.data();
+  if (call.inPlace) {
+    if (call.type == algo::CollType::kAllGather) args.sendbuf = recvBuf.data() + me * call.count;
+    else if (call.type == algo::CollType::kReduceScatter) args.recvbuf = sendBuf.data() + me * call.count;
+    else args.recvbuf = sendBuf.data();
+  }
+  bool handled = false;
+  // The whole-communicator staged path: counted, and computed through the
+  // bootstrap too, so that a wrong choice shows as a count rather than a hang.
+  std::vector<RailCall> wholeCalls;
+  auto runHost = [&](const algo::CollArgs& host) -> Status {
+    ++res.hostCalls[me];
+    std::vector<int> everyone;
+    for (int r = 0; r < n; ++r) everyone.push_back(r);
+    return railStep(boot, n, &wholeCalls)(host, everyone);
+  };
+  Status s = devices.runCollective(args, waitFor(30), runHost, &handled, railStep(boot, n, &res.railCalls[me]));
+  if (!s.isOk()) error = s.message();
+  else if (!handled) error = "not handled";
+  res.paths[me] = devices.lastPath();
+  const float* out = static_cast<const float*>(args.recvbuf);
+  res.outputs[me].assign(out, out + nr);
+  return error.empty();
 }
 
 // What rank r's receive buffer must hold, computed from the inputs alone.
@@ -361,6 +379,25 @@ TEST(EngineAcrossHosts, ReduceStagesOneShardPerRankTowardsTheRootsHost) {
           runAndCheck(layout, {algo::CollType::kReduce, count, ops[turn++ % 3], root, inPlace});
           if (::testing::Test::HasFatalFailure()) return;
         }
+  }
+}
+
+// One set of ranks runs every collective in turn, the counts growing and
+// shrinking: the engine's scratch and the pinned staging are reused and
+// grown between calls, and the results stay right.
+TEST(EngineAcrossHosts, CallsInSequenceReuseAndGrowTheirBuffers) {
+  const Layout& layout = layouts()[1];
+  std::vector<Call> calls;
+  for (size_t count : {size_t{1001}, size_t{3}, size_t{40000}, size_t{1001}})
+    for (algo::CollType type : {algo::CollType::kReduceScatter, algo::CollType::kAllGather, algo::CollType::kReduce,
+                                algo::CollType::kBroadcast, algo::CollType::kAllReduce})
+      calls.push_back({type, count, RedOp::kSum, 4, false});
+  const std::vector<RunResult> results = runCalls(layout, calls);
+  for (size_t k = 0; k < calls.size(); ++k) {
+    SCOPED_TRACE("call " + std::to_string(k) + ": " + algo::collTypeName(calls[k].type) + ", count " +
+                 std::to_string(calls[k].count));
+    expectReference(layout, results[k], calls[k]);
+    if (::testing::Test::HasFatalFailure()) return;
   }
 }
 
