@@ -49,4 +49,11 @@ class Subgroup {
   AlgoContext ctx_;
 };
 
+// Runs `args` on the subgroup with the ring or chain algorithm of its
+// collective (args.root is a sub-rank). Its members hold partial results of
+// `avgRanks` ranks in all (a rail carrying whole hosts' sums), so kAvg sums
+// and then divides by avgRanks, where a result lands (every member; the
+// root alone for reduce). Errors name the members.
+Status runOnSubgroup(const CollArgs& args, const Subgroup& group, int avgRanks);
+
 }  // namespace loom::algo

@@ -78,7 +78,7 @@ Result<std::unique_ptr<Communicator>> Communicator::create(const bootstrap::Uniq
   comm->devices_ = cuda::CommDevices::create(
       {rank, nranks, comm->singleHost_, comm->bootstrap_.get(), &comm->config_, comm->makeWait(),
        transport::defaultVerbsRdmaNetwork(), engineChoiceRules(*comm->tuner_), comm->hostLayout_->localRanks(), comm->hostLayout_->rail,
-       comm->hostLayout_->nHosts()},
+       comm->hostLayout_->nHosts(), comm->hostLayout_->ranksOn},
       comm->log_);
   comm->executor_ = std::make_unique<Executor>();
   comm->runner_.setOneStepRecords(!comm->devices_ && comm->diag_->recordsInOneStep() &&

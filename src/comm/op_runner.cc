@@ -4,11 +4,9 @@
 
 #include <utility>
 
-#include "algorithms/ring.h"
 #include "algorithms/subgroup.h"
 #include "common/clock.h"
 #include "common/format.h"
-#include "kernels/reduce.h"
 #include "src/comm/comm.h"
 #include "src/comm/stream.h"
 #include "src/device/comm_devices.h"
@@ -305,20 +303,16 @@ Status OpRunner::runOnDevices(Run& r, const algo::CollArgs& args, int64_t now) {
   // host algorithm run on the staging buffers, or run directly between the
   // devices. Host buffers fall through.
   bool handled = false;
-  // The inter-host step of the device engine's all-reduce across hosts: a
-  // ring among the rail's ranks over the communicator's links; an average
-  // sums there and divides by the whole communicator's size.
+  // The inter-host step of a device collective across hosts
+  // (src/device/engine_across_hosts.h): the host ring or chain algorithm of
+  // the collective among the rail's ranks over the communicator's links; an
+  // average sums there and divides by the whole communicator's size.
   auto runOnRail = [&](const algo::CollArgs& host, const std::vector<int>& members) -> Status {
     algo::AlgoContext ctx;
     if (!c.contextFor(transport::Protocol::kSimple, wait, &ctx))
       return makeError(Code::kInternalError, "rank %d: no links for the inter-host step", c.rank_);
     algo::Subgroup rail(ctx, members, /*singleHost=*/false);
-    algo::CollArgs sum = host;
-    if (host.op == RedOp::kAvg) sum.op = RedOp::kSum;
-    LOOM_TRY(algo::ringAllReduce(sum, rail.context()).withContext(strprintf("rail %s: ", rail.describe().c_str())));
-    if (host.op == RedOp::kAvg)
-      kernels::finalize(host.dtype, RedOp::kAvg, c.nranks_, host.recvbuf, host.recvbuf, host.count);
-    return Status::ok();
+    return algo::runOnSubgroup(host, rail, c.nranks_);
   };
   Status device = c.devices_->runCollective(
       args, wait, [&](const algo::CollArgs& host) { return runCollective(r, host, now); }, &handled, runOnRail);

@@ -81,7 +81,7 @@ std::unique_ptr<CommDevices> CommDevices::create(const CommDeviceSetup& setup, c
       LOOM_WARN(log, kSubsysInit, "GDR: %s; device buffers are staged", agreed.status().message().c_str());
     gdr = agreed.isOk() && agreed.value();
   }
-  // Across hosts, engines are set up per host, and all-reduce then takes a
+  // Across hosts, engines are set up per host, and collectives then take a
   // path that every rank must take alike: every rank joins these exchanges,
   // with or without a device, so that either every host has an engine or
   // none uses one.
@@ -127,7 +127,7 @@ std::unique_ptr<CommDevices> CommDevices::create(const CommDeviceSetup& setup, c
                                setup.wait);
       if (!all.isOk() || !all.value()) {
         devices->hostEngine_.reset();
-        if (engineWhy.empty()) engineWhy = "a host has no device engine, so all-reduce stages on every host";
+        if (engineWhy.empty()) engineWhy = "a host has no device engine, so collectives stage whole on every host";
       }
     }
   }
@@ -135,8 +135,8 @@ std::unique_ptr<CommDevices> CommDevices::create(const CommDeviceSetup& setup, c
     LOOM_INFO(log, kSubsysInit, "CUDA: device engine on device %d (%d channels): collectives on device buffers run "
               "as kernels between the GPUs", devices->engine_->device(), devices->engine_->channels());
   else if (devices->hostEngine_)
-    LOOM_INFO(log, kSubsysInit, "CUDA: device engine of this host's %d ranks on device %d: all-reduce on device "
-              "buffers runs in it within the host and is staged only between hosts",
+    LOOM_INFO(log, kSubsysInit, "CUDA: device engine of this host's %d ranks on device %d: collectives on device "
+              "buffers run in it within the host and are staged only between hosts",
               static_cast<int>(devices->hostEngine_->members().size()), devices->hostEngine_->device());
   else
     LOOM_INFO(log, kSubsysInit, "CUDA: no device engine (%s)", engineWhy.c_str());
@@ -189,7 +189,7 @@ Result<PinnedPool::Lease*> CommDevices::staging(size_t bytes) {
 }
 
 Status CommDevices::runCollective(const algo::CollArgs& args, const WaitContext& wait, const HostCollective& runHost,
-                                  bool* handled, const HostSubgroupAllReduce& runOnRail) {
+                                  bool* handled, const HostSubgroupCollective& runOnRail) {
   *handled = false;
   // runHost may come back here with the staged (host) buffers: run them as host memory.
   if (running_) return Status::ok();
@@ -215,7 +215,7 @@ Status CommDevices::runCollective(const algo::CollArgs& args, const WaitContext&
   if (runOnRail && acrossHostsEligible(args, send.value(), recv.value())) {
     *handled = true;
     lastPath_ = DataPath::kEngineAcrossHosts;
-    return allReduceAcrossHosts(args, wait, runOnRail);
+    return runAcrossHosts(args, wait, runOnRail);
   }
 
   DirectFacts facts;
@@ -364,71 +364,29 @@ bool CommDevices::acrossHostsEligible(const algo::CollArgs& args, const PointerI
   // ranks must: the path is taken alike everywhere. Rails need hosts of
   // equal size. With LOOM_NET_GDR=1 agreed, the NIC moves device data
   // between hosts instead (gdr_path.h).
-  return hostEngine_ && !gdr_ && !setup_.rail.empty() && setup_.nHosts > 1 && args.type == algo::CollType::kAllReduce &&
-         hostEngine_->accepts(args, send, recv);
+  return hostEngine_ && !gdr_ && !setup_.rail.empty() && setup_.nHosts > 1 &&
+         acrossHostsLayoutFits(setup_.hosts, setup_.rank) && hostEngine_->accepts(args, send, recv);
 }
 
-Status CommDevices::allReduceAcrossHosts(const algo::CollArgs& args, const WaitContext& wait,
-                                         const HostSubgroupAllReduce& runOnRail) {
-  // With L ranks per host, local rank j owns shard j (count / L elements);
-  // the count % L elements past the shards (the tail) go with every shard.
-  //   1. engine, within the host: reduce-scatter shard j into the output,
-  //      and all-reduce the tail;
-  //   2. staged, across hosts: shard j and the tail all-reduced over j's
-  //      rail (local rank j of every host), through pinned memory (an
-  //      average divides there, once, by the communicator's size);
-  //   3. engine, within the host: all-gather of the shards, in place.
-  // Only 1/L of the data crosses the host's memory per rank.
-  DeviceEngine& eng = *hostEngine_;
-  const std::vector<int>& local = setup_.hostRanks;
-  const size_t L = local.size();
-  const size_t j = static_cast<size_t>(std::find(local.begin(), local.end(), setup_.rank) - local.begin());
-  const size_t es = dataTypeSize(args.dtype), shard = args.count / L, tail = args.count % L;
-  if (args.count == 0) return Status::ok();
-  const RedOp sumOp = args.op == RedOp::kAvg ? RedOp::kSum : args.op;
-  const auto* send = static_cast<const unsigned char*>(args.sendbuf);
-  auto* recv = static_cast<unsigned char*>(args.recvbuf);
-  unsigned char* const myShard = recv + j * shard * es;
-  unsigned char* const myTail = recv + L * shard * es;
-  const std::string where = strprintf("all-reduce across hosts on rank %d: ", setup_.rank);
-  auto engineCall = [&](algo::CollType type, const void* from, void* to, size_t count) {
-    algo::CollArgs a = args;
-    a.type = type;
-    a.sendbuf = from;
-    a.recvbuf = to;
-    a.count = count;
-    a.op = sumOp;
-    return eng.enqueue(a, nullptr);
-  };
-  if (shard) LOOM_TRY(engineCall(algo::CollType::kReduceScatter, send, myShard, shard).withContext(where));
-  if (tail) LOOM_TRY(engineCall(algo::CollType::kAllReduce, send + L * shard * es, myTail, tail).withContext(where));
-  LOOM_TRY(eng.waitIdle(wait).withContext(where));
-  LOOM_TRY(eng.kernelError());
-
-  const size_t pieces = shard + tail;
-  auto copies = copies_(eng.device());
+Status CommDevices::runAcrossHosts(const algo::CollArgs& args, const WaitContext& wait,
+                                   const HostSubgroupCollective& runOnRail) {
+  const std::string where = strprintf("%s across hosts on rank %d: ", algo::collTypeName(args.type), setup_.rank);
+  auto copies = copies_(hostEngine_->device());
   LOOM_TRY(copies.status().withContext(where));
-  auto lease = staging(pieces * es);
-  LOOM_TRY(lease.status());
-  auto* host = static_cast<unsigned char*>(lease.value()->data());
-  CopyEngine& copy = *copies.value();
-  if (shard) LOOM_TRY(copy.copy2D(host, shard * es, myShard, shard * es, shard * es, 1).withContext(where));
-  if (tail) LOOM_TRY(copy.copy2D(host + shard * es, tail * es, myTail, tail * es, tail * es, 1).withContext(where));
-  LOOM_TRY(copy.finish(wait).withContext(where));
-  algo::CollArgs railArgs = args;
-  railArgs.sendbuf = host;
-  railArgs.recvbuf = host;
-  railArgs.count = pieces;
-  LOOM_TRY(runOnRail(railArgs, setup_.rail).withContext(where));
-  if (shard) LOOM_TRY(copy.copy2D(myShard, shard * es, host, shard * es, shard * es, 1).withContext(where));
-  if (tail) LOOM_TRY(copy.copy2D(myTail, tail * es, host + shard * es, tail * es, tail * es, 1).withContext(where));
-  LOOM_TRY(copy.finish(wait).withContext(where));
-
-  if (shard) {
-    LOOM_TRY(engineCall(algo::CollType::kAllGather, myShard, recv, shard).withContext(where));
-    LOOM_TRY(eng.waitIdle(wait).withContext(where));
-  }
-  return eng.kernelError();
+  AcrossHosts ctx;
+  ctx.engine = hostEngine_.get();
+  ctx.copies = copies.value();
+  ctx.staging = [this](size_t bytes) -> Result<void*> {
+    auto lease = staging(bytes);
+    LOOM_TRY(lease.status());
+    return lease.value()->data();
+  };
+  ctx.runOnRail = runOnRail;
+  ctx.hosts = &setup_.hosts;
+  ctx.rank = setup_.rank;
+  ctx.nranks = setup_.nranks;
+  ctx.wait = wait;
+  return loom::cuda::runAcrossHosts(args, ctx);
 }
 
 }  // namespace loom::cuda

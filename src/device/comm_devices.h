@@ -22,6 +22,7 @@
 #include "common/config.h"
 #include "common/log.h"
 #include "src/device/device_engine.h"
+#include "src/device/engine_across_hosts.h"
 #include "src/device/gdr_path.h"
 #include "src/device/p2p_direct.h"
 #include "src/device/path_selection.h"
@@ -50,14 +51,9 @@ struct CommDeviceSetup {
   std::vector<int> hostRanks = {};
   std::vector<int> rail = {};
   int nHosts = 1;
+  // Every host's ranks, ascending, by host index (the order of `rail`).
+  std::vector<std::vector<int>> hosts = {};
 };
-
-// Runs a host all-reduce on host buffers among `members` (global ranks, in
-// order), over the communicator's links: the inter-host step of a device
-// all-reduce whose intra-host steps run in the engine. Its members carry
-// whole hosts' partial results, so kAvg sums and divides by the
-// communicator's size, not by the members'.
-using HostSubgroupAllReduce = std::function<Status(const algo::CollArgs& hostArgs, const std::vector<int>& members)>;
 
 // The device knobs of the communicator's Config, parsed.
 struct DeviceSettings {
@@ -81,7 +77,7 @@ class CommDevices {
   // (nothing done) when all are host memory, and the caller runs it as usual.
   // `runOnRail` (optional) serves the path that stages only between hosts.
   Status runCollective(const algo::CollArgs& args, const WaitContext& wait, const HostCollective& runHost,
-                       bool* handled, const HostSubgroupAllReduce& runOnRail = {});
+                       bool* handled, const HostSubgroupCollective& runOnRail = {});
   // The same for a fused send/recv operation.
   Status runP2P(const std::vector<algo::P2POp>& ops, const WaitContext& wait, const HostP2P& runHost,
                 bool* handled);
@@ -100,8 +96,9 @@ class CommDevices {
   // in a communicator that spans hosts (see hostEngine()).
   DeviceEngine* engine() const { return engine_.get(); }
   // Across hosts: this host's engine (its ranks' devices reach each other).
-  // All-reduce on device buffers then runs in it within each host and is
-  // staged only between hosts; other collectives stage.
+  // Collectives on device buffers then run in it within each host and are
+  // staged only between hosts (engine_across_hosts.h); send/recv and
+  // all-to-all stage.
   DeviceEngine* hostEngine() const { return hostEngine_.get(); }
   // Tests: an engine over any backend (the host's when it spans fewer ranks
   // than the communicator).
@@ -135,10 +132,9 @@ class CommDevices {
   // The classification of each op's buffer, in the order of `ops`.
   Result<std::vector<PointerInfo>> classifyP2P(const std::vector<algo::P2POp>& ops);
   // Whether `args` takes kEngineAcrossHosts (the same on every rank that
-  // passes device buffers: hosts of equal size, all-reduce, engine on each host).
+  // passes device buffers: hosts of equal size, an engine on each host).
   bool acrossHostsEligible(const algo::CollArgs& args, const PointerInfo& send, const PointerInfo& recv) const;
-  Status allReduceAcrossHosts(const algo::CollArgs& args, const WaitContext& wait,
-                              const HostSubgroupAllReduce& runOnRail);
+  Status runAcrossHosts(const algo::CollArgs& args, const WaitContext& wait, const HostSubgroupCollective& runOnRail);
 
   CommDeviceSetup setup_;
   DeviceSettings settings_;

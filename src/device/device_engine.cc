@@ -51,6 +51,25 @@ DeviceEngine::~DeviceEngine() {
   }
   for (void* peer : mappedPeers_) backend_->unmapPeer(peer);
   if (local_ && !keepMemory_) backend_->freeShared(local_);
+  if (scratch_ && !keepMemory_) backend_->freeShared(scratch_);
+  for (void* old : outgrown_)
+    if (!keepMemory_) backend_->freeShared(old);
+}
+
+Result<void*> DeviceEngine::scratch(size_t bytes) {
+  if (scratch_ && scratchBytes_ >= bytes) return scratch_;
+  // Powers of two from 64 KiB: a loop of growing calls reallocates rarely.
+  size_t want = size_t{64} << 10;
+  while (want < bytes) want *= 2;
+  if (scratch_) outgrown_.push_back(scratch_);
+  scratch_ = nullptr;
+  scratchBytes_ = 0;
+  EngineExport unused;
+  auto made = backend_->allocShared(want, &unused);
+  LOOM_TRY(made.status().withContext(strprintf("rank %d, device engine scratch of %zu B: ", commRank_, want)));
+  scratch_ = made.value();
+  scratchBytes_ = want;
+  return scratch_;
 }
 
 Result<std::unique_ptr<DeviceEngine>> DeviceEngine::create(const EngineSetup& setup,

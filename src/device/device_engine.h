@@ -138,6 +138,15 @@ class DeviceEngine {
   // under a peer that may still write to it.
   void keepMemoryAtDestruction() { keepMemory_ = true; }
 
+  // A buffer of at least `bytes` on the engine's device, this rank's own (no
+  // peer maps it), kept for later calls and grown when a call needs more:
+  // room beside the user's buffers for callers that rearrange data between
+  // engine calls. Grow it only while no enqueued call uses it. A buffer
+  // outgrown is freed only with the engine: cudaFree waits for the whole
+  // device, where a peer sharing the GPU may have a kernel waiting for this
+  // rank.
+  Result<void*> scratch(size_t bytes);
+
  private:
   // What each rank tells the others at setup.
   struct SetupRecord {
@@ -171,6 +180,9 @@ class DeviceEngine {
   static constexpr int kNoChoice = -1, kCopyChoice = -2, kP2PChoice = -3;
   std::atomic<int> lastChoice_{kNoChoice};
   bool keepMemory_ = false;
+  void* scratch_ = nullptr;
+  size_t scratchBytes_ = 0;
+  std::vector<void*> outgrown_;  // earlier scratch buffers, freed at destruction
 };
 
 }  // namespace loom::cuda

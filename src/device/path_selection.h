@@ -11,9 +11,10 @@
 //              every device reaching every other; one kernel per call moves
 //              and reduces the data between the GPUs, on the caller's stream;
 //   kEngineAcrossHosts ranks on several hosts, each host's devices reaching
-//              each other: an all-reduce runs in the engine of each host
-//              (reduce-scatter, then all-gather), and only its inter-host
-//              step is staged through pinned memory (comm_devices.h);
+//              each other: all-reduce, reduce-scatter, all-gather, broadcast
+//              and reduce run in the engine of each host, and only their
+//              inter-host step is staged through pinned memory, one rail
+//              per local rank (engine_across_hosts.h);
 //   kDirectGdr ranks on several hosts, every rank's buffers in device memory:
 //              the RDMA NIC writes between the device buffers (GPUDirect
 //              RDMA over verbs, src/device/gdr_path.h; all-reduce only for now).
