@@ -100,7 +100,7 @@ const std::vector<KnobDoc>& configKnobs() {
       {"LOOM_TIMEOUT", kWaits, "300", "seconds any blocking wait may last before it fails with loomTimeout", "common/wait (every blocking wait)"},
       {"LOOM_SPIN_US", kWaits, "5 (0 when a host runs more ranks than it has cores)", "microseconds a wait busy-polls before it starts to yield the core", "common/wait"},
       {"LOOM_YIELD_US", kWaits, "200", "microseconds a wait polls with sched_yield before it sleeps on a futex", "common/wait"},
-      {"LOOM_ASYNC_INLINE_US", kWaits, "20", "a collective of at most 64 KiB on an idle host stream runs on the calling thread, as a blocking call does, when every peer has started it within this many microseconds (polled); otherwise the communicator's worker thread runs it and the call returns. The call never waits for a peer longer than this; 0: always the worker (0..1000)", "src/comm"},
+      {"LOOM_ASYNC_INLINE_US", kWaits, "20 (0 when a host runs more ranks than it has cores)", "a collective of at most 64 KiB on an idle host stream runs on the calling thread, as a blocking call does, when every peer has started it within this many microseconds (polled); otherwise the communicator's worker thread runs it and the call returns. The call never waits for a peer longer than this; 0: always the worker (0..1000). With more ranks than cores a peer is often not running, and the poll only delays it", "src/comm"},
       {"LOOM_CHUNK_SIZE", kData, "256K", "bytes per pipelined chunk (one FIFO slot); K/M suffixes; multiple of 64, 4K..64M; unset: 2M where only TCP serves pairs", "transports, algorithms"},
       {"LOOM_SHM_SLOTS", kData, "4", "chunks in flight per shared-memory connection (2..64)", "transports/shm"},
       {"LOOM_SHM_DIR", kData, "/dev/shm", "directory of shared-memory segments", "transports/shm"},
@@ -296,6 +296,7 @@ Config Config::fromEnv(std::vector<std::string>* warnings) {
   }
   if (const char* v = readKnob("LOOM_ASYNC_INLINE_US"); v && *v) {
     if (!parseInt(v, 0, 1000, &c.asyncInlineMicros)) warn("LOOM_ASYNC_INLINE_US", v, "expected 0..1000");
+    else c.asyncInlineMicrosSet = true;
   }
   if (const char* v = readKnob("LOOM_CHECK"); v && *v) {
     int on = 0;

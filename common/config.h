@@ -38,6 +38,7 @@ struct Config {
   bool deterministic = false;          // LOOM_DETERMINISTIC: run-to-run identical float reductions
   bool onlineTuning = true;            // LOOM_TUNER_ONLINE: time close candidates of repeated calls, keep the fastest
   int asyncInlineMicros = 20;          // LOOM_ASYNC_INLINE_US: how long a small call on an idle stream polls for its peers to run it inline (0: never inline)
+  bool asyncInlineMicrosSet = false;  // LOOM_ASYNC_INLINE_US was given (else oversubscribed hosts use 0)
   bool check = false;                  // LOOM_CHECK: cross-check every collective's arguments across ranks
   int flightRecorderEntries = 64;      // LOOM_FLIGHT_RECORDER_ENTRIES: operations kept for dumps (0: none)
   std::string dumpOnSignal;            // LOOM_DUMP_ON_SIGNAL: signal that dumps the flight recorder (empty: none)

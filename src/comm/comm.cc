@@ -276,8 +276,14 @@ void Communicator::adaptWaitsToHost() {
   // then says how many the host's ranks have between them.
   if (config_.localCores > 0) cores = config_.localCores;
   if (localRanks > cores && !config_.spinMicrosSet) config_.spinMicros = 0;
-  LOOM_INFO(log_, kSubsysInit, "%d local ranks on %d cores: waits spin %d us, yield %d us, then sleep", localRanks,
-            cores, config_.spinMicros, config_.yieldMicros);
+  // The same for a small stream call's poll for its peers (runInline): with
+  // 4 ranks on 2 cores an 8-byte stream all-reduce took a median 11.4 us with
+  // the 20 us poll and 7.5 us with none (blocking: 4.5 us).
+  if (localRanks > cores && !config_.asyncInlineMicrosSet) config_.asyncInlineMicros = 0;
+  LOOM_INFO(log_, kSubsysInit,
+            "%d local ranks on %d cores: waits spin %d us, yield %d us, then sleep; small stream calls poll %d us "
+            "for their peers",
+            localRanks, cores, config_.spinMicros, config_.yieldMicros, config_.asyncInlineMicros);
 }
 
 int Communicator::algorithmRecord(const algo::AlgorithmInfo& algorithm, transport::Protocol proto) {
