@@ -4,6 +4,12 @@
 #include <cstdio>
 
 namespace loom::demo {
+namespace {
+
+// Below this bound on the hidden share, the epoch line says what limits it.
+constexpr double kTargetHiddenShare = 0.8;
+
+}  // namespace
 
 std::unique_ptr<ddp::Optimizer> makeDemoOptimizer(const DemoOptions& o) {
   if (o.optimizer == "sgd") return ddp::makeSgd({.lr = o.lr, .momentum = o.momentum, .weightDecay = o.weightDecay});
@@ -16,6 +22,7 @@ DataParallelOptimizer::DataParallelOptimizer(const DemoOptions& o, loomComm_t dp
     ddp::DdpOptions d;
     d.bucketCapBytes = static_cast<size_t>(o.bucketCapMb * (1 << 20));
     d.firstBucketCapBytes = std::min(d.firstBucketCapBytes, d.bucketCapBytes);
+    d.lastBucketCapBytes = static_cast<size_t>(o.lastBucketCapMb * (1 << 20));
     d.overlap = o.overlap;
     d.hook = o.hook;
     ddp_ = std::make_unique<ddp::DistributedDataParallel>(dp, store, d);
@@ -50,9 +57,26 @@ size_t DataParallelOptimizer::stateBytes() const { return sharded_ ? sharded_->s
 std::string DataParallelOptimizer::commSummary() const {
   if (!ddp_) return "comm hidden n/a (ZeRO-2 reduce-scatters after backward)";
   const ddp::DistributedDataParallel::CommStats st = ddp_->stats();
-  char text[160];
-  std::snprintf(text, sizeof(text), "comm hidden %.0f%% (%.1f ms comm, %.1f ms exposed per step)", 100.0 * st.hiddenShare(),
-                st.steps ? 1e3 * st.commSeconds / st.steps : 0.0, st.steps ? 1e3 * st.exposedSeconds / st.steps : 0.0);
+  const double perStep = st.steps ? 1e3 / static_cast<double>(st.steps) : 0.0;  // ms
+  char text[400];
+  int n = std::snprintf(text, sizeof(text), "comm hidden %.0f%% (%.1f ms comm, %.1f ms exposed per step)",
+                        100.0 * st.hiddenShare(), perStep * st.commSeconds, perStep * st.exposedSeconds);
+  // Say why, when the model cannot hide most of its communication: what
+  // backward leaves to overlap (DDP's CommStats) bounds the share.
+  if (o_.overlap && st.steps && st.maxHiddenShare() < kTargetHiddenShare && n > 0 && n < static_cast<int>(sizeof(text))) {
+    const double window = perStep * st.windowSeconds, comm = perStep * st.commSeconds, tail = perStep * st.tailSeconds;
+    if (window < comm - tail) {
+      std::snprintf(text + n, sizeof(text) - n,
+                    "; at most %.0f%% can be hidden: backward runs %.1f ms after the first bucket is ready < "
+                    "communication %.1f ms (model too small to overlap; try --model large)",
+                    100.0 * st.maxHiddenShare(), window, comm);
+    } else {
+      std::snprintf(text + n, sizeof(text) - n,
+                    "; at most %.0f%% can be hidden: the last bucket's all-reduce (%.1f ms of %.1f ms) starts only "
+                    "when backward ends",
+                    100.0 * st.maxHiddenShare(), tail, comm);
+    }
+  }
   return text;
 }
 
@@ -64,9 +88,11 @@ std::string DataParallelOptimizer::describe() const {
   std::string text = o_.zero == 0 ? "replicated optimizer" : "ZeRO-" + std::to_string(o_.zero);
   if (ddp_) {
     char line[200];
-    std::snprintf(line, sizeof(line), "; DDP %zu bucket%s (cap %g MiB, first %g MiB), overlap %s, hook %s",
+    const double lastMiB = static_cast<double>(ddp_->buckets().empty() ? 0 : ddp_->buckets().back().size) *
+                           sizeof(float) / (1 << 20);
+    std::snprintf(line, sizeof(line), "; DDP %zu bucket%s (cap %g MiB, first %g MiB, last %.2f MiB), overlap %s, hook %s",
                   ddp_->buckets().size(), ddp_->buckets().size() == 1 ? "" : "s", o_.bucketCapMb,
-                  std::min(o_.bucketCapMb, 1.0), o_.overlap ? "on" : "off", hookName(o_.hook));
+                  std::min(o_.bucketCapMb, 1.0), lastMiB, o_.overlap ? "on" : "off", hookName(o_.hook));
     text += line;
   }
   return text;

@@ -35,6 +35,15 @@ double parsePositive(const std::string& option, const std::string& text) {
   return v;
 }
 
+double parseNonNegative(const std::string& option, const std::string& text) {
+  char* end = nullptr;
+  double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || !std::isfinite(v) || v < 0) {
+    bad(option, "expects a number >= 0, got '" + text + "'");
+  }
+  return v;
+}
+
 std::vector<size_t> parseWidths(const std::string& option, const std::string& text) {
   std::vector<size_t> widths;
   std::stringstream in(text);
@@ -114,6 +123,7 @@ DemoOptions parseDemoOptions(int argc, char** argv) {
     else if (arg == "--pp") o.pp = static_cast<int>(parseUnsigned(arg, next(), 1, 1024));
     else if (arg == "--micro-batches") o.microBatches = parseUnsigned(arg, next(), 1, 1u << 20);
     else if (arg == "--bucket-cap-mb") o.bucketCapMb = parsePositive(arg, next());
+    else if (arg == "--last-bucket-cap-mb") o.lastBucketCapMb = parseNonNegative(arg, next());
     else if (arg == "--no-overlap") o.overlap = false;
     else if (arg == "--fp16-hook") o.hook = ddp::CommHook::kFp16Compress;
     else if (arg == "--bf16-hook") o.hook = ddp::CommHook::kBf16Compress;
@@ -154,6 +164,8 @@ bucketed, overlapped gradient all-reduce, or ZeRO), printing one line per epoch.
   --pp P                pipeline parallelism over P stages (1F1B); N/(T*P) data-parallel replicas
   --micro-batches M     micro-batches per pipeline step (4)
   --bucket-cap-mb X     DDP bucket cap (25; the first bucket is 1 MiB)
+  --last-bucket-cap-mb X   cap of the last bucket, whose all-reduce waits for the end
+                        of backward (1; 0: no separate cap, PyTorch's plan)
   --no-overlap          all-reduce only after backward (baseline for the overlap share)
   --fp16-hook, --bf16-hook   compress gradients to 16 bits for the all-reduce
   --checkpoint-dir D    rank 0 writes checkpoints there; a run resumes from the latest

@@ -28,6 +28,7 @@ struct DemoOptions {
   int pp = 1;    // pipeline stages
   size_t microBatches = 4;  // per pipeline step (--pp)
   double bucketCapMb = 25.0;
+  double lastBucketCapMb = 1.0;  // 0: no separate last bucket (PyTorch's plan)
   bool overlap = true;
   ddp::CommHook hook = ddp::CommHook::kNone;
   std::string checkpointDir;  // empty: no checkpoints, no resume
