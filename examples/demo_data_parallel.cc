@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <stdexcept>
+#include <string>
+#include <vector>
 
 namespace loom::demo {
 namespace {
@@ -17,7 +20,7 @@ std::unique_ptr<ddp::Optimizer> makeDemoOptimizer(const DemoOptions& o) {
 }
 
 DataParallelOptimizer::DataParallelOptimizer(const DemoOptions& o, loomComm_t dp, ddp::ParameterStore& store)
-    : o_(o), store_(store) {
+    : o_(o), dp_(dp), store_(store) {
   if (o.zero != 2) {  // ZeRO-2 reduce-scatters the gradients itself
     ddp::DdpOptions d;
     d.bucketCapBytes = static_cast<size_t>(o.bucketCapMb * (1 << 20));
@@ -54,27 +57,53 @@ void DataParallelOptimizer::loadState(std::span<const float> full) {
 
 size_t DataParallelOptimizer::stateBytes() const { return sharded_ ? sharded_->stateBytes() : plain_->stateBytes(); }
 
-std::string DataParallelOptimizer::commSummary() const {
+std::string DataParallelOptimizer::commSummary() {
   if (!ddp_) return "comm hidden n/a (ZeRO-2 reduce-scatters after backward)";
-  const ddp::DistributedDataParallel::CommStats st = ddp_->stats();
-  const double perStep = st.steps ? 1e3 / static_cast<double>(st.steps) : 0.0;  // ms
-  char text[400];
-  int n = std::snprintf(text, sizeof(text), "comm hidden %.0f%% (%.1f ms comm, %.1f ms exposed per step)",
-                        100.0 * st.hiddenShare(), perStep * st.commSeconds, perStep * st.exposedSeconds);
+  // Every rank's figures: a rank that finishes backward early waits for the
+  // slower ones, so one rank's share says little on a busy machine.
+  const ddp::DistributedDataParallel::CommStats mine = ddp_->stats();
+  int ranks = 1;
+  loomCommCount(dp_, &ranks);
+  constexpr size_t kFields = 5;
+  std::vector<double> all(kFields * static_cast<size_t>(ranks));
+  const double fields[kFields] = {mine.commSeconds, mine.exposedSeconds, mine.windowSeconds, mine.tailSeconds,
+                                  static_cast<double>(mine.steps)};
+  if (loomAllGather(fields, all.data(), kFields, loomFloat64, dp_, nullptr) != loomSuccess)
+    throw std::runtime_error(std::string("DDP statistics: ") + loomGetLastError(dp_));
+  ddp::DistributedDataParallel::CommStats sum;
+  double low = 1, high = 0;
+  for (int r = 0; r < ranks; ++r) {
+    const double* f = all.data() + kFields * static_cast<size_t>(r);
+    ddp::DistributedDataParallel::CommStats one{f[0], f[1], f[2], f[3], static_cast<size_t>(f[4])};
+    low = std::min(low, one.hiddenShare());
+    high = std::max(high, one.hiddenShare());
+    sum.commSeconds += one.commSeconds;
+    sum.exposedSeconds += one.exposedSeconds;
+    sum.windowSeconds += one.windowSeconds;
+    sum.tailSeconds += one.tailSeconds;
+    sum.steps += one.steps;
+  }
+  // Per step and rank, in ms.
+  const double scale = sum.steps ? 1e3 / static_cast<double>(sum.steps) : 0.0;
+  const double comm = scale * sum.commSeconds, exposed = scale * sum.exposedSeconds;
+  const double window = scale * sum.windowSeconds, tail = scale * sum.tailSeconds;
+  char text[480];
+  int n = std::snprintf(text, sizeof(text), "comm hidden %.0f%% (ranks %.0f..%.0f%%; %.1f ms comm, %.1f ms exposed per step)",
+                        100.0 * sum.hiddenShare(), 100.0 * low, 100.0 * high, comm, exposed);
   // Say why, when the model cannot hide most of its communication: what
-  // backward leaves to overlap (DDP's CommStats) bounds the share.
-  if (o_.overlap && st.steps && st.maxHiddenShare() < kTargetHiddenShare && n > 0 && n < static_cast<int>(sizeof(text))) {
-    const double window = perStep * st.windowSeconds, comm = perStep * st.commSeconds, tail = perStep * st.tailSeconds;
+  // backward leaves to overlap bounds the share (DDP's CommStats).
+  if (o_.overlap && sum.steps && sum.maxHiddenShare() < kTargetHiddenShare && n > 0 &&
+      n < static_cast<int>(sizeof(text))) {
     if (window < comm - tail) {
       std::snprintf(text + n, sizeof(text) - n,
                     "; at most %.0f%% can be hidden: backward runs %.1f ms after the first bucket is ready < "
                     "communication %.1f ms (model too small to overlap; try --model large)",
-                    100.0 * st.maxHiddenShare(), window, comm);
+                    100.0 * sum.maxHiddenShare(), window, comm);
     } else {
       std::snprintf(text + n, sizeof(text) - n,
                     "; at most %.0f%% can be hidden: the last bucket's all-reduce (%.1f ms of %.1f ms) starts only "
                     "when backward ends",
-                    100.0 * st.maxHiddenShare(), tail, comm);
+                    100.0 * sum.maxHiddenShare(), tail, comm);
     }
   }
   return text;
