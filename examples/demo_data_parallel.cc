@@ -95,10 +95,16 @@ std::string DataParallelOptimizer::commSummary() {
   if (o_.overlap && sum.steps && sum.maxHiddenShare() < kTargetHiddenShare && n > 0 &&
       n < static_cast<int>(sizeof(text))) {
     if (window < comm - tail) {
+      // A backward much shorter than the all-reduces is the model's size;
+      // otherwise the all-reduces ran on after this rank's backward because
+      // other ranks were behind or the CPU was too busy to move the data.
+      const bool tooSmall = window < 0.5 * comm;
       std::snprintf(text + n, sizeof(text) - n,
                     "; at most %.0f%% can be hidden: backward runs %.1f ms after the first bucket is ready < "
-                    "communication %.1f ms (model too small to overlap; try --model large)",
-                    100.0 * sum.maxHiddenShare(), window, comm);
+                    "communication %.1f ms (%s)",
+                    100.0 * sum.maxHiddenShare(), window, comm,
+                    tooSmall ? "model too small to overlap; try --model large"
+                             : "the all-reduces end after backward: slower ranks, busy cores");
     } else {
       std::snprintf(text + n, sizeof(text) - n,
                     "; at most %.0f%% can be hidden: the last bucket's all-reduce (%.1f ms of %.1f ms) starts only "
