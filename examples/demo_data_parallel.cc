@@ -94,23 +94,17 @@ std::string DataParallelOptimizer::commSummary() {
   // backward leaves to overlap bounds the share (DDP's CommStats).
   if (o_.overlap && sum.steps && sum.maxHiddenShare() < kTargetHiddenShare && n > 0 &&
       n < static_cast<int>(sizeof(text))) {
-    if (window < comm - tail) {
-      // A backward much shorter than the all-reduces is the model's size;
-      // otherwise the all-reduces ran on after this rank's backward because
-      // other ranks were behind or the CPU was too busy to move the data.
-      const bool tooSmall = window < 0.5 * comm;
-      std::snprintf(text + n, sizeof(text) - n,
-                    "; at most %.0f%% can be hidden: backward runs %.1f ms after the first bucket is ready < "
-                    "communication %.1f ms (%s)",
-                    100.0 * sum.maxHiddenShare(), window, comm,
-                    tooSmall ? "model too small to overlap; try --model large"
-                             : "the all-reduces end after backward: slower ranks, busy cores");
-    } else {
-      std::snprintf(text + n, sizeof(text) - n,
-                    "; at most %.0f%% can be hidden: the last bucket's all-reduce (%.1f ms of %.1f ms) starts only "
-                    "when backward ends",
-                    100.0 * sum.maxHiddenShare(), tail, comm);
-    }
+    // The numbers behind the bound, and what to change: the default model is
+    // too small; for others, ranks that end backward later (fewer cycles on
+    // a shared core) and all-reduces slowed by backward's use of the cores
+    // stretch the communication past backward.
+    std::snprintf(text + n, sizeof(text) - n,
+                  "; at most %.0f%% can be hidden: backward runs %.1f ms after the first bucket is ready, "
+                  "communication %.1f ms, of which the last bucket %.1f ms after backward (%s)",
+                  100.0 * sum.maxHiddenShare(), window, comm, tail,
+                  o_.model == "small" && o_.hidden == DemoOptions{}.hidden
+                      ? "model too small to overlap; try --model large"
+                      : "slower ranks or busy cores delay the all-reduces; a larger model or batch hides more");
   }
   return text;
 }

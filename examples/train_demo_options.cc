@@ -10,7 +10,7 @@ namespace loom::demo {
 namespace {
 
 const std::vector<size_t> kLargeModelHidden = {2048, 2048, 2048, 2048};
-constexpr size_t kLargeModelBatch = 1024;
+constexpr size_t kLargeModelBatch = 2048;
 
 [[noreturn]] void bad(const std::string& option, const std::string& problem) {
   throw std::invalid_argument("option '" + option + "' " + problem);
@@ -151,7 +151,7 @@ DemoOptions parseDemoOptions(int argc, char** argv) {
   }
   if (o.model == "large") {
     // Enough backward per step to hide DDP's all-reduces: four 2048-wide
-    // layers (14 M parameters, 54 MiB of gradients) on 256 rows per rank at
+    // layers (14 M parameters, 54 MiB of gradients) on 512 rows per rank at
     // 4 ranks. The default model's backward is shorter than one all-reduce.
     if (!hiddenGiven) o.hidden = kLargeModelHidden;
     if (!batchGiven) o.globalBatch = kLargeModelBatch;
@@ -178,7 +178,7 @@ bucketed, overlapped gradient all-reduce, or ZeRO), printing one line per epoch.
   --schedule cosine|constant   learning-rate schedule over the run (cosine)
   --hidden W1,W2,...    hidden layer widths (default 256,256)   --gelu  GELU, not ReLU
   --model small|large   preset: small = the defaults; large = --hidden 2048,2048,2048,2048
-                        --batch 1024, a backward long enough to hide DDP's all-reduces
+                        --batch 2048, a backward long enough to hide DDP's all-reduces
   --zero 0|1|2|3        0: replicated optimizer; 1, 2: ZeRO stage (sharded state);
                         3: fully sharded (parameters and gradients too, per-layer all-gather)
   --tp T                tensor parallelism in groups of T ranks (Megatron column/row

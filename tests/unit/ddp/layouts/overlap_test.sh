@@ -2,7 +2,7 @@
 # train_demo's DDP overlap report on a tiny synthetic Fashion-MNIST (256
 # training and 256 test images, so the large model's one step stays short),
 # at 2 ranks:
-#   --model large: the preset's MLP (784-2048x4-10) and global batch (1024);
+#   --model large: the preset's MLP (784-2048x4-10) and global batch (2048);
 #   every run: the epoch line's "comm hidden N% (ranks A..B%; X ms comm,
 #   Y ms exposed per step)" parses, with A <= N <= B (the share over all
 #   ranks is a weighted mean of theirs) and Y <= X (exposed time is part of
@@ -66,7 +66,7 @@ check_share() {  # name
 train small
 train large --model large
 grep -q "MLP 784-2048-2048-2048-2048-10 " "$work/large.log" || fail "--model large did not train the 784-2048x4-10 MLP"
-grep -q "global batch 1024 " "$work/large.log" || fail "--model large did not set the global batch to 1024"
+grep -q "global batch 2048 " "$work/large.log" || fail "--model large did not set the global batch to 2048"
 grep -q "last 6.1[23] MiB" "$work/large.log" || fail "the large model's last bucket is not the input layer's weight alone (6.125 MiB)"
 check_share small
 check_share large
