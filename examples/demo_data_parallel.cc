@@ -2,8 +2,17 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <stdexcept>
+#include <string>
+#include <vector>
 
 namespace loom::demo {
+namespace {
+
+// Below this bound on the hidden share, the epoch line says what limits it.
+constexpr double kTargetHiddenShare = 0.8;
+
+}  // namespace
 
 std::unique_ptr<ddp::Optimizer> makeDemoOptimizer(const DemoOptions& o) {
   if (o.optimizer == "sgd") return ddp::makeSgd({.lr = o.lr, .momentum = o.momentum, .weightDecay = o.weightDecay});
@@ -11,11 +20,12 @@ std::unique_ptr<ddp::Optimizer> makeDemoOptimizer(const DemoOptions& o) {
 }
 
 DataParallelOptimizer::DataParallelOptimizer(const DemoOptions& o, loomComm_t dp, ddp::ParameterStore& store)
-    : o_(o), store_(store) {
+    : o_(o), dp_(dp), store_(store) {
   if (o.zero != 2) {  // ZeRO-2 reduce-scatters the gradients itself
     ddp::DdpOptions d;
     d.bucketCapBytes = static_cast<size_t>(o.bucketCapMb * (1 << 20));
     d.firstBucketCapBytes = std::min(d.firstBucketCapBytes, d.bucketCapBytes);
+    d.lastBucketCapBytes = static_cast<size_t>(o.lastBucketCapMb * (1 << 20));
     d.overlap = o.overlap;
     d.hook = o.hook;
     ddp_ = std::make_unique<ddp::DistributedDataParallel>(dp, store, d);
@@ -47,12 +57,55 @@ void DataParallelOptimizer::loadState(std::span<const float> full) {
 
 size_t DataParallelOptimizer::stateBytes() const { return sharded_ ? sharded_->stateBytes() : plain_->stateBytes(); }
 
-std::string DataParallelOptimizer::commSummary() const {
+std::string DataParallelOptimizer::commSummary() {
   if (!ddp_) return "comm hidden n/a (ZeRO-2 reduce-scatters after backward)";
-  const ddp::DistributedDataParallel::CommStats st = ddp_->stats();
-  char text[160];
-  std::snprintf(text, sizeof(text), "comm hidden %.0f%% (%.1f ms comm, %.1f ms exposed per step)", 100.0 * st.hiddenShare(),
-                st.steps ? 1e3 * st.commSeconds / st.steps : 0.0, st.steps ? 1e3 * st.exposedSeconds / st.steps : 0.0);
+  // Every rank's figures: a rank that finishes backward early waits for the
+  // slower ones, so one rank's share says little on a busy machine.
+  const ddp::DistributedDataParallel::CommStats mine = ddp_->stats();
+  int ranks = 1;
+  loomCommCount(dp_, &ranks);
+  constexpr size_t kFields = 5;
+  std::vector<double> all(kFields * static_cast<size_t>(ranks));
+  const double fields[kFields] = {mine.commSeconds, mine.exposedSeconds, mine.windowSeconds, mine.tailSeconds,
+                                  static_cast<double>(mine.steps)};
+  if (loomAllGather(fields, all.data(), kFields, loomFloat64, dp_, nullptr) != loomSuccess)
+    throw std::runtime_error(std::string("DDP statistics: ") + loomGetLastError(dp_));
+  ddp::DistributedDataParallel::CommStats sum;
+  double low = 1, high = 0;
+  for (int r = 0; r < ranks; ++r) {
+    const double* f = all.data() + kFields * static_cast<size_t>(r);
+    ddp::DistributedDataParallel::CommStats one{f[0], f[1], f[2], f[3], static_cast<size_t>(f[4])};
+    low = std::min(low, one.hiddenShare());
+    high = std::max(high, one.hiddenShare());
+    sum.commSeconds += one.commSeconds;
+    sum.exposedSeconds += one.exposedSeconds;
+    sum.windowSeconds += one.windowSeconds;
+    sum.tailSeconds += one.tailSeconds;
+    sum.steps += one.steps;
+  }
+  // Per step and rank, in ms.
+  const double scale = sum.steps ? 1e3 / static_cast<double>(sum.steps) : 0.0;
+  const double comm = scale * sum.commSeconds, exposed = scale * sum.exposedSeconds;
+  const double window = scale * sum.windowSeconds, tail = scale * sum.tailSeconds;
+  char text[480];
+  int n = std::snprintf(text, sizeof(text), "comm hidden %.0f%% (ranks %.0f..%.0f%%; %.1f ms comm, %.1f ms exposed per step)",
+                        100.0 * sum.hiddenShare(), 100.0 * low, 100.0 * high, comm, exposed);
+  // Say why, when the model cannot hide most of its communication: what
+  // backward leaves to overlap bounds the share (DDP's CommStats).
+  if (o_.overlap && sum.steps && sum.maxHiddenShare() < kTargetHiddenShare && n > 0 &&
+      n < static_cast<int>(sizeof(text))) {
+    // The numbers behind the bound, and what to change: the default model is
+    // too small; for others, ranks that end backward later (fewer cycles on
+    // a shared core) and all-reduces slowed by backward's use of the cores
+    // stretch the communication past backward.
+    std::snprintf(text + n, sizeof(text) - n,
+                  "; at most %.0f%% can be hidden: backward runs %.1f ms after the first bucket is ready, "
+                  "communication %.1f ms, of which the last bucket %.1f ms after backward (%s)",
+                  100.0 * sum.maxHiddenShare(), window, comm, tail,
+                  o_.model == "small" && o_.hidden == DemoOptions{}.hidden
+                      ? "model too small to overlap; try --model large"
+                      : "slower ranks or busy cores delay the all-reduces; a larger model or batch hides more");
+  }
   return text;
 }
 
@@ -64,9 +117,11 @@ std::string DataParallelOptimizer::describe() const {
   std::string text = o_.zero == 0 ? "replicated optimizer" : "ZeRO-" + std::to_string(o_.zero);
   if (ddp_) {
     char line[200];
-    std::snprintf(line, sizeof(line), "; DDP %zu bucket%s (cap %g MiB, first %g MiB), overlap %s, hook %s",
+    const double lastMiB = static_cast<double>(ddp_->buckets().empty() ? 0 : ddp_->buckets().back().size) *
+                           sizeof(float) / (1 << 20);
+    std::snprintf(line, sizeof(line), "; DDP %zu bucket%s (cap %g MiB, first %g MiB, last %.2f MiB), overlap %s, hook %s",
                   ddp_->buckets().size(), ddp_->buckets().size() == 1 ? "" : "s", o_.bucketCapMb,
-                  std::min(o_.bucketCapMb, 1.0), o_.overlap ? "on" : "off", hookName(o_.hook));
+                  std::min(o_.bucketCapMb, 1.0), lastMiB, o_.overlap ? "on" : "off", hookName(o_.hook));
     text += line;
   }
   return text;

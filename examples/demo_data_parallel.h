@@ -30,12 +30,16 @@ class DataParallelOptimizer {
   std::vector<float> saveState();  // collective under ZeRO; the store's layout
   void loadState(std::span<const float> full);
   size_t stateBytes() const;
-  std::string commSummary() const;  // DDP's hidden share, or why there is none
+  // Collective over dp: DDP's hidden share over all its ranks (their
+  // summed exposed time over their summed communication time) with the
+  // range over ranks, and what bounds it when it is low; or why there is none.
+  std::string commSummary();
   void resetStats();
   std::string describe() const;
 
  private:
   const DemoOptions& o_;
+  loomComm_t dp_;
   ddp::ParameterStore& store_;
   std::unique_ptr<ddp::DistributedDataParallel> ddp_;
   std::unique_ptr<ddp::Optimizer> plain_;

@@ -9,6 +9,9 @@
 namespace loom::demo {
 namespace {
 
+const std::vector<size_t> kLargeModelHidden = {2048, 2048, 2048, 2048};
+constexpr size_t kLargeModelBatch = 2048;
+
 [[noreturn]] void bad(const std::string& option, const std::string& problem) {
   throw std::invalid_argument("option '" + option + "' " + problem);
 }
@@ -31,6 +34,15 @@ double parsePositive(const std::string& option, const std::string& text) {
   double v = std::strtod(text.c_str(), &end);
   if (text.empty() || *end != '\0' || !std::isfinite(v) || v <= 0) {
     bad(option, "expects a positive number, got '" + text + "'");
+  }
+  return v;
+}
+
+double parseNonNegative(const std::string& option, const std::string& text) {
+  char* end = nullptr;
+  double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || !std::isfinite(v) || v < 0) {
+    bad(option, "expects a number >= 0, got '" + text + "'");
   }
   return v;
 }
@@ -80,6 +92,7 @@ bool sameTrajectory(const std::string& a, const std::string& b, int* worldOfA) {
 
 DemoOptions parseDemoOptions(int argc, char** argv) {
   DemoOptions o;
+  bool hiddenGiven = false, batchGiven = false;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     std::string value;
@@ -97,7 +110,13 @@ DemoOptions parseDemoOptions(int argc, char** argv) {
     if (arg == "-h" || arg == "--help") o.help = true;
     else if (arg == "--version") o.version = true;
     else if (arg == "--epochs") o.epochs = parseUnsigned(arg, next(), 1, 100000);
-    else if (arg == "--batch") o.globalBatch = parseUnsigned(arg, next(), 1, 1u << 20);
+    else if (arg == "--batch") {
+      o.globalBatch = parseUnsigned(arg, next(), 1, 1u << 20);
+      batchGiven = true;
+    } else if (arg == "--model") {
+      o.model = next();
+      if (o.model != "small" && o.model != "large") bad(arg, "expects small or large, got '" + o.model + "'");
+    }
     else if (arg == "--lr") o.lr = static_cast<float>(parsePositive(arg, next()));
     else if (arg == "--momentum") o.momentum = static_cast<float>(std::strtod(next().c_str(), nullptr));
     else if (arg == "--weight-decay") o.weightDecay = static_cast<float>(std::strtod(next().c_str(), nullptr));
@@ -107,13 +126,17 @@ DemoOptions parseDemoOptions(int argc, char** argv) {
     } else if (arg == "--schedule") {
       o.schedule = next();
       if (o.schedule != "cosine" && o.schedule != "constant") bad(arg, "expects cosine or constant");
-    } else if (arg == "--hidden") o.hidden = parseWidths(arg, next());
+    } else if (arg == "--hidden") {
+      o.hidden = parseWidths(arg, next());
+      hiddenGiven = true;
+    }
     else if (arg == "--gelu") o.activation = ddp::Activation::kGelu;
     else if (arg == "--zero") o.zero = static_cast<int>(parseUnsigned(arg, next(), 0, 3));
     else if (arg == "--tp") o.tp = static_cast<int>(parseUnsigned(arg, next(), 1, 1024));
     else if (arg == "--pp") o.pp = static_cast<int>(parseUnsigned(arg, next(), 1, 1024));
     else if (arg == "--micro-batches") o.microBatches = parseUnsigned(arg, next(), 1, 1u << 20);
     else if (arg == "--bucket-cap-mb") o.bucketCapMb = parsePositive(arg, next());
+    else if (arg == "--last-bucket-cap-mb") o.lastBucketCapMb = parseNonNegative(arg, next());
     else if (arg == "--no-overlap") o.overlap = false;
     else if (arg == "--fp16-hook") o.hook = ddp::CommHook::kFp16Compress;
     else if (arg == "--bf16-hook") o.hook = ddp::CommHook::kBf16Compress;
@@ -125,6 +148,13 @@ DemoOptions parseDemoOptions(int argc, char** argv) {
     else if (arg == "--fail-at-step") o.failAtStep = static_cast<int64_t>(parseUnsigned(arg, next(), 1, 1ull << 40));
     else if (arg == "--seed") o.seed = parseUnsigned(arg, next(), 0, UINT64_MAX);
     else bad(arg, "is unknown (see --help)");
+  }
+  if (o.model == "large") {
+    // Enough backward per step to hide DDP's all-reduces: four 2048-wide
+    // layers (14 M parameters, 54 MiB of gradients) on 512 rows per rank at
+    // 4 ranks. The default model's backward is shorter than one all-reduce.
+    if (!hiddenGiven) o.hidden = kLargeModelHidden;
+    if (!batchGiven) o.globalBatch = kLargeModelBatch;
   }
   if (o.lr == 0.0f) o.lr = o.optimizer == "adamw" ? 1e-3f : 0.05f;
   if (o.weightDecay < 0.0f) o.weightDecay = o.optimizer == "adamw" ? 0.01f : 0.0f;
@@ -147,6 +177,8 @@ bucketed, overlapped gradient all-reduce, or ZeRO), printing one line per epoch.
   --momentum X          sgd momentum (0.9)   --weight-decay X (0.01 adamw, 0 sgd)
   --schedule cosine|constant   learning-rate schedule over the run (cosine)
   --hidden W1,W2,...    hidden layer widths (default 256,256)   --gelu  GELU, not ReLU
+  --model small|large   preset: small = the defaults; large = --hidden 2048,2048,2048,2048
+                        --batch 2048, a backward long enough to hide DDP's all-reduces
   --zero 0|1|2|3        0: replicated optimizer; 1, 2: ZeRO stage (sharded state);
                         3: fully sharded (parameters and gradients too, per-layer all-gather)
   --tp T                tensor parallelism in groups of T ranks (Megatron column/row
@@ -154,6 +186,8 @@ bucketed, overlapped gradient all-reduce, or ZeRO), printing one line per epoch.
   --pp P                pipeline parallelism over P stages (1F1B); N/(T*P) data-parallel replicas
   --micro-batches M     micro-batches per pipeline step (4)
   --bucket-cap-mb X     DDP bucket cap (25; the first bucket is 1 MiB)
+  --last-bucket-cap-mb X   cap of the last bucket, whose all-reduce waits for the end
+                        of backward (1; 0: no separate cap, PyTorch's plan)
   --no-overlap          all-reduce only after backward (baseline for the overlap share)
   --fp16-hook, --bf16-hook   compress gradients to 16 bits for the all-reduce
   --checkpoint-dir D    rank 0 writes checkpoints there; a run resumes from the latest

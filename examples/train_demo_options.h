@@ -21,6 +21,9 @@ struct DemoOptions {
   float momentum = 0.9f;            // sgd
   float weightDecay = -1.0f;        // < 0: 0.01 for adamw (torch's default), 0 for sgd
   std::string schedule = "cosine";  // cosine (to 0 over the run) | constant
+  // --model small (the defaults) or large: a preset for the widths and the
+  // global batch below; --hidden and --batch given explicitly win.
+  std::string model = "small";
   std::vector<size_t> hidden = {256, 256};
   ddp::Activation activation = ddp::Activation::kRelu;
   int zero = 0;  // 0: DDP + replicated optimizer; 1, 2: ZeRO stage; 3: fully sharded
@@ -28,6 +31,7 @@ struct DemoOptions {
   int pp = 1;    // pipeline stages
   size_t microBatches = 4;  // per pipeline step (--pp)
   double bucketCapMb = 25.0;
+  double lastBucketCapMb = 1.0;  // 0: no separate last bucket (PyTorch's plan)
   bool overlap = true;
   ddp::CommHook hook = ddp::CommHook::kNone;
   std::string checkpointDir;  // empty: no checkpoints, no resume

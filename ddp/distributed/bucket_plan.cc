@@ -3,19 +3,18 @@
 #include <stdexcept>
 
 namespace loom::ddp {
+namespace {
 
-std::vector<BucketRange> planBuckets(const ParameterStore& store, size_t firstBucketCapBytes,
-                                     size_t bucketCapBytes) {
-  if (firstBucketCapBytes == 0) throw std::invalid_argument("planBuckets: firstBucketCapBytes is 0");
-  if (bucketCapBytes == 0) throw std::invalid_argument("planBuckets: bucketCapBytes is 0");
-  std::vector<BucketRange> buckets;
-  if (store.count() == 0) return buckets;
-
+// Parameters [begin, end) in reverse order, filled greedily: the first
+// bucket capped at firstCap elements, the others at cap.
+void planRange(const ParameterStore& store, size_t begin, size_t end, size_t firstCap, size_t cap,
+               std::vector<BucketRange>& buckets) {
+  const size_t before = buckets.size();
   BucketRange current;
   bool open = false;
-  for (size_t i = store.count(); i-- > 0;) {
+  for (size_t i = end; i-- > begin;) {
     const ParamInfo& p = store.info(i);
-    const size_t capElements = (buckets.empty() ? firstBucketCapBytes : bucketCapBytes) / sizeof(float);
+    const size_t capElements = buckets.size() == before ? firstCap : cap;
     if (open && current.size + p.size > capElements) {
       buckets.push_back(current);
       open = false;
@@ -29,7 +28,34 @@ std::vector<BucketRange> planBuckets(const ParameterStore& store, size_t firstBu
     current.offset = p.offset;
     current.size += p.size;
   }
-  buckets.push_back(current);
+  if (open) buckets.push_back(current);
+}
+
+}  // namespace
+
+std::vector<BucketRange> planBuckets(const ParameterStore& store, size_t firstBucketCapBytes,
+                                     size_t bucketCapBytes, size_t lastBucketCapBytes) {
+  if (firstBucketCapBytes == 0) throw std::invalid_argument("planBuckets: firstBucketCapBytes is 0");
+  if (bucketCapBytes == 0) throw std::invalid_argument("planBuckets: bucketCapBytes is 0");
+  std::vector<BucketRange> buckets;
+  const size_t count = store.count();
+  if (count == 0) return buckets;
+  const size_t firstCap = firstBucketCapBytes / sizeof(float), cap = bucketCapBytes / sizeof(float);
+
+  // The tail: parameters [0, tailEnd), as many as fit the last cap (at least one).
+  size_t tailEnd = count;
+  if (lastBucketCapBytes > 0) {
+    const size_t lastCap = lastBucketCapBytes / sizeof(float);
+    size_t size = store.info(0).size;
+    tailEnd = 1;
+    while (tailEnd < count && size + store.info(tailEnd).size <= lastCap) size += store.info(tailEnd++).size;
+  }
+  if (tailEnd == count) {  // no last cap, or every parameter fits it
+    planRange(store, 0, count, firstCap, cap, buckets);
+    return buckets;
+  }
+  planRange(store, tailEnd, count, firstCap, cap, buckets);
+  planRange(store, 0, tailEnd, lastBucketCapBytes / sizeof(float), cap, buckets);  // one bucket: it all fits
   return buckets;
 }
 

@@ -24,6 +24,11 @@ double DistributedDataParallel::CommStats::hiddenShare() const {
   return std::clamp(1.0 - exposedSeconds / commSeconds, 0.0, 1.0);
 }
 
+double DistributedDataParallel::CommStats::maxHiddenShare() const {
+  if (commSeconds <= 0) return 0;
+  return std::clamp(std::min(windowSeconds, commSeconds - tailSeconds) / commSeconds, 0.0, 1.0);
+}
+
 DistributedDataParallel::DistributedDataParallel(loomComm_t comm, ParameterStore& store, DdpOptions options)
     : comm_(comm), store_(store), options_(options) {
   if (!comm) throw std::invalid_argument("DistributedDataParallel: comm is NULL");
@@ -49,7 +54,7 @@ DistributedDataParallel::DistributedDataParallel(loomComm_t comm, ParameterStore
   r = loomBroadcast(store.values().data(), store.values().data(), store.totalSize(), loomFloat32, 0, comm, nullptr);
   if (r != loomSuccess) throw std::runtime_error("DistributedDataParallel: broadcast of parameters failed on " + where() + ": " + loomMessage(r, comm));
 
-  buckets_ = planBuckets(store, options.firstBucketCapBytes, options.bucketCapBytes);
+  buckets_ = planBuckets(store, options.firstBucketCapBytes, options.bucketCapBytes, options.lastBucketCapBytes);
   bucketOfParam_.assign(store.count(), 0);
   state_.resize(buckets_.size());
   for (size_t b = 0; b < buckets_.size(); ++b) {
@@ -204,19 +209,26 @@ void DistributedDataParallel::finishGradientSync() {
 
   // Union of the buckets' in-flight intervals (launched in order; a bucket
   // may be launched while an earlier one is still running).
-  double comm = 0;
+  double comm = 0, tail = 0;
   Clock::time_point coveredUntil = Clock::time_point::min();
   for (const BucketState& s : state_) {
     const Clock::time_point start = std::max(s.launched, coveredUntil);
     if (s.done > start) comm += seconds(s.done - start);
+    // The last bucket's run after finishGradientSync was called: exposed,
+    // whatever the other buckets do (see CommStats).
+    const Clock::time_point tailStart = std::max(start, entered);
+    if (&s == &state_.back() && s.done > tailStart) tail = seconds(s.done - tailStart);
     coveredUntil = std::max(coveredUntil, s.done);
   }
+  const double window = state_.empty() ? 0.0 : std::max(0.0, seconds(entered - state_.front().launched));
   std::string error;
   {
     std::lock_guard<std::mutex> lock(mu_);
     error = error_;
     stats_.commSeconds += comm;
     stats_.exposedSeconds += seconds(finished - entered);
+    stats_.windowSeconds += window;
+    stats_.tailSeconds += tail;
     ++stats_.steps;
   }
   resetStep();

@@ -49,6 +49,10 @@ enum class CommHook { kNone, kFp16Compress, kBf16Compress };
 struct DdpOptions {
   size_t bucketCapBytes = 25u << 20;
   size_t firstBucketCapBytes = 1u << 20;
+  // 0: PyTorch's plan. Otherwise the cap of the last bucket, whose
+  // all-reduce cannot overlap backward (bucket_plan.h): a small one keeps
+  // the gradients produced earlier out of that wait.
+  size_t lastBucketCapBytes = 0;
   // false: nothing is reduced during backward; finishGradientSync launches
   // every bucket and waits (the baseline for the overlap figure).
   bool overlap = true;
@@ -98,15 +102,28 @@ class DistributedDataParallel {
   // safe to call from any thread. Lets tests see overlap happen.
   size_t finishedBuckets() const;
 
-  // For the overlap figure. commSeconds: wall time during which at least one
-  // bucket was in flight (launch to done, including decompression);
-  // exposedSeconds: time finishGradientSync spent waiting (with overlap off,
-  // all of its time). hiddenShare() = 1 - exposed/comm, clamped to [0, 1]:
-  // the share of communication time that backward hid.
+  // For the overlap figure, summed over steps. commSeconds: wall time during
+  // which at least one bucket was in flight (launch to done, including
+  // waiting for peers and decompression); exposedSeconds: time
+  // finishGradientSync spent waiting (with overlap off, all of its time).
+  // hiddenShare() = 1 - exposed/comm, clamped to [0, 1]: the share of
+  // communication time that backward hid.
+  //
+  // What bounds it: communication overlaps backward only between the first
+  // bucket's launch and finishGradientSync's call (windowSeconds; 0 with
+  // overlap off), and the last bucket, launched when backward produced its
+  // final gradient, runs after that (tailSeconds: its run, from its launch
+  // or the end of the bucket before it, whichever is later, to its end,
+  // counted from the finishGradientSync call on). So
+  // maxHiddenShare() = min(window, comm - tail) / comm bounds hiddenShare():
+  // a model whose backward is short next to its all-reduces cannot hide
+  // them, whatever the buckets.
   struct CommStats {
     double commSeconds = 0, exposedSeconds = 0;
+    double windowSeconds = 0, tailSeconds = 0;
     size_t steps = 0;
     double hiddenShare() const;
+    double maxHiddenShare() const;
   };
   CommStats stats() const;
   void resetStats();

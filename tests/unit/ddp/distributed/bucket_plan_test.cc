@@ -25,6 +25,7 @@ TEST(BucketPlan, DefaultsArePyTorchs) {
   DdpOptions options;
   EXPECT_EQ(options.firstBucketCapBytes, 1 * kMiB);
   EXPECT_EQ(options.bucketCapBytes, 25 * kMiB);
+  EXPECT_EQ(options.lastBucketCapBytes, 0u) << "PyTorch's plan unless asked";
   EXPECT_TRUE(options.overlap);
   EXPECT_EQ(options.hook, CommHook::kNone);
 }
@@ -83,6 +84,85 @@ TEST(BucketPlan, RandomLayoutsObeyTheRules) {
       expectNextLast = k.firstParam - 1;
     }
     EXPECT_EQ(buckets.back().firstParam, 0u);
+  }
+}
+
+TEST(BucketPlan, LastCapHandWorkedExample) {
+  // p0 3 MiB (produced last), p1 0.25, p2 0.5, p3 12.5, p4 12.5, p5 0.5.
+  // Last cap 1 MiB: the tail is p0 alone (larger than the cap; p1 would
+  // not join a bucket already over it). The rest, p1..p5 as without a last
+  // cap: first bucket p5 (0.5 <= 1), then p4 + p3 = 25 <= 25, then p2 + p1.
+  // Without the last cap p2, p1 and p0 (3.75 MiB) share the last bucket.
+  const size_t big = 12 * kFloatsPerMiB + kFloatsPerMiB / 2;
+  const std::vector<size_t> sizes = {3 * kFloatsPerMiB, kFloatsPerMiB / 4, kFloatsPerMiB / 2, big, big,
+                                     kFloatsPerMiB / 2};
+  ParameterStore store = storeOf(sizes);
+  auto ranges = [](const std::vector<BucketRange>& buckets) {
+    std::vector<std::pair<size_t, size_t>> r;
+    for (const BucketRange& b : buckets) r.emplace_back(b.firstParam, b.lastParam);
+    return r;
+  };
+  using Ranges = std::vector<std::pair<size_t, size_t>>;
+  EXPECT_EQ(ranges(planBuckets(store, 1 * kMiB, 25 * kMiB, 1 * kMiB)), (Ranges{{5, 5}, {3, 4}, {1, 2}, {0, 0}}));
+  EXPECT_EQ(ranges(planBuckets(store, 1 * kMiB, 25 * kMiB)), (Ranges{{5, 5}, {3, 4}, {0, 2}}));
+  EXPECT_EQ(ranges(planBuckets(store, 1 * kMiB, 25 * kMiB, 0)), (Ranges{{5, 5}, {3, 4}, {0, 2}}));
+  // A last cap of 4 MiB takes p0 + p1 + p2 (3.75 MiB); p3 would not fit.
+  EXPECT_EQ(ranges(planBuckets(store, 1 * kMiB, 25 * kMiB, 4 * kMiB)), (Ranges{{5, 5}, {3, 4}, {0, 2}}));
+  // 3.5 MiB: p0 + p1 only; p2 gets a bucket of its own (p4 + p3 are full).
+  EXPECT_EQ(ranges(planBuckets(store, 1 * kMiB, 25 * kMiB, 3 * kMiB + kMiB / 2)),
+            (Ranges{{5, 5}, {3, 4}, {2, 2}, {0, 1}}));
+}
+
+TEST(BucketPlan, LastCapCoveringEverythingKeepsThePlainPlan) {
+  ParameterStore store = storeOf({100, 200, 300});
+  const auto plain = planBuckets(store, 400, 800);
+  const auto capped = planBuckets(store, 400, 800, 1u << 20);
+  ASSERT_EQ(plain.size(), capped.size());
+  for (size_t b = 0; b < plain.size(); ++b) {
+    EXPECT_EQ(plain[b].firstParam, capped[b].firstParam);
+    EXPECT_EQ(plain[b].lastParam, capped[b].lastParam);
+  }
+  ParameterStore single = storeOf({5000});
+  ASSERT_EQ(planBuckets(single, 4, 4, 4).size(), 1u);
+}
+
+// Independent reference: with a last cap, the last bucket is the longest
+// prefix p0..pk within the cap (at least p0), and the buckets before it are
+// what the plain plan makes of the store without that prefix.
+TEST(BucketPlan, RandomLayoutsWithALastCap) {
+  std::mt19937_64 rng(11);
+  for (int trial = 0; trial < 200; ++trial) {
+    const size_t count = 1 + rng() % 30;
+    std::vector<size_t> sizes(count);
+    for (auto& s : sizes) s = 1 + rng() % (rng() % 4 == 0 ? 5000 : 300);
+    ParameterStore store = storeOf(sizes);
+    const size_t firstCap = 4 * (1 + rng() % 2000), cap = 4 * (1 + rng() % 6000), lastCap = 4 * (1 + rng() % 3000);
+    const auto buckets = planBuckets(store, firstCap, cap, lastCap);
+
+    size_t tail = 1, tailSize = sizes[0];
+    while (tail < count && tailSize + sizes[tail] <= lastCap / 4) tailSize += sizes[tail++];
+    if (tail == count) {
+      const auto plain = planBuckets(store, firstCap, cap);
+      ASSERT_EQ(buckets.size(), plain.size()) << "trial " << trial;
+      for (size_t b = 0; b < plain.size(); ++b) ASSERT_EQ(buckets[b].firstParam, plain[b].firstParam);
+      continue;
+    }
+    ASSERT_GE(buckets.size(), 2u) << "trial " << trial;
+    EXPECT_EQ(buckets.back().firstParam, 0u) << "trial " << trial;
+    EXPECT_EQ(buckets.back().lastParam, tail - 1) << "trial " << trial;
+    EXPECT_EQ(buckets.back().offset, 0u);
+    EXPECT_EQ(buckets.back().size, tailSize);
+
+    const std::vector<size_t> rest(sizes.begin() + static_cast<std::ptrdiff_t>(tail), sizes.end());
+    ParameterStore restStore = storeOf(rest);
+    const auto expected = planBuckets(restStore, firstCap, cap);
+    ASSERT_EQ(buckets.size(), expected.size() + 1) << "trial " << trial;
+    for (size_t b = 0; b < expected.size(); ++b) {
+      EXPECT_EQ(buckets[b].firstParam, expected[b].firstParam + tail) << "trial " << trial << " bucket " << b;
+      EXPECT_EQ(buckets[b].lastParam, expected[b].lastParam + tail) << "trial " << trial << " bucket " << b;
+      EXPECT_EQ(buckets[b].size, expected[b].size);
+      EXPECT_EQ(buckets[b].offset, store.info(buckets[b].firstParam).offset);
+    }
   }
 }
 

@@ -118,6 +118,74 @@ TEST(Ddp, OverlapOffReducesOnlyInFinish) {
   });
 }
 
+// A last-bucket cap puts p0 (37 floats) alone in the last bucket; the
+// gradients are still the mean over ranks, and the other buckets are the
+// plan of p1.. without a last cap.
+TEST(Ddp, LastBucketCapAveragesAndIsolatesTheTail) {
+  for (int nranks : {2, 4}) {
+    runThreads(nranks, [&](const RankContext& w) {
+      auto store = makeStore(kSizes, w.rank);
+      DdpOptions options = smallBuckets(true);
+      options.lastBucketCapBytes = 37 * sizeof(float);
+      DistributedDataParallel ddp(w.comm, *store, options);
+      ASSERT_EQ(ddp.buckets().back().firstParam, 0u);
+      ASSERT_EQ(ddp.buckets().back().lastParam, 0u) << "p1 does not fit the last cap with p0";
+      ASSERT_GT(ddp.buckets().size(), 2u);
+      EXPECT_EQ(ddp.buckets()[ddp.buckets().size() - 2].firstParam, 1u);
+      for (int step = 0; step < 2; ++step) {
+        store->zeroGrads();
+        fakeBackward(*store, w.rank, step);
+        ddp.finishGradientSync();
+        expectAveraged(*store, w.nranks, {step}, w.rank);
+      }
+    });
+  }
+}
+
+// The bound on the hidden share holds by construction, on any machine:
+// hidden communication lies between the first launch and the
+// finishGradientSync call (window), and the last bucket's run after that
+// call is part of the exposed time (tail). Timing-independent checks only.
+TEST(Ddp, StatsBoundTheHiddenShare) {
+  for (bool overlap : {true, false}) {
+    runThreads(2, [&](const RankContext& w) {
+      auto store = makeStore({100, 200000}, w.rank);  // bucket 0 = p1, bucket 1 = p0
+      DdpOptions options;
+      options.firstBucketCapBytes = 800000;
+      options.lastBucketCapBytes = 400;
+      options.overlap = overlap;
+      DistributedDataParallel ddp(w.comm, *store, options);
+      ASSERT_EQ(ddp.buckets().size(), 2u);
+      for (int step = 0; step < 3; ++step) {
+        store->zeroGrads();
+        fakeBackward(*store, w.rank, step, 1);
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        finishFakeBackward(*store, w.rank, step, 1);
+        ddp.finishGradientSync();
+      }
+      const auto st = ddp.stats();
+      const double slack = 1e-9 * static_cast<double>(st.steps);  // rounding of summed durations
+      EXPECT_EQ(st.steps, 3u);
+      EXPECT_GT(st.commSeconds, 0.0);
+      EXPECT_GE(st.tailSeconds, 0.0);
+      EXPECT_LE(st.tailSeconds, st.exposedSeconds + slack);
+      EXPECT_LE(st.tailSeconds, st.commSeconds + slack);
+      EXPECT_GE(st.windowSeconds + st.exposedSeconds + slack, st.commSeconds) << "hidden comm outside the window";
+      EXPECT_GE(st.maxHiddenShare() + 1e-9, st.hiddenShare());
+      EXPECT_LE(st.maxHiddenShare(), 1.0);
+      if (!overlap) {
+        EXPECT_EQ(st.windowSeconds, 0.0) << "nothing is launched before finishGradientSync";
+        EXPECT_EQ(st.maxHiddenShare(), 0.0);
+      } else {
+        EXPECT_GT(st.windowSeconds, 0.0) << "bucket 0 was launched before the 5 ms pause";
+      }
+      ddp.resetStats();
+      EXPECT_EQ(ddp.stats().windowSeconds, 0.0);
+      EXPECT_EQ(ddp.stats().tailSeconds, 0.0);
+    });
+  }
+}
+
 // Stats: backward that keeps computing (a 60 ms sleep) after its first
 // bucket (8 MB) is ready, as a real model's earlier layers do, hides that
 // bucket's all-reduce; the small last bucket, and any skew between the

@@ -1,0 +1,73 @@
+#!/bin/sh
+# train_demo's DDP overlap report on a tiny synthetic Fashion-MNIST (256
+# training and 256 test images, so the large model's one step stays short),
+# at 2 ranks:
+#   --model large: the preset's MLP (784-2048x4-10) and global batch (2048);
+#   every run: the epoch line's "comm hidden N% (ranks A..B%; X ms comm,
+#   Y ms exposed per step)" parses, with A <= N <= B (the share over all
+#   ranks is a weighted mean of theirs) and Y <= X (exposed time is part of
+#   the communication time); where the line explains a low share ("at most
+#   Z% can be hidden"), Z >= N (the bound holds by construction).
+# No timing threshold: what share is hidden depends on the machine.
+#
+# usage: overlap_test.sh LOOMRUN TRAIN_DEMO
+set -u
+loomrun=$1
+demo=$2
+
+command -v python3 >/dev/null 2>&1 || { echo "SKIP: python3 (to write the synthetic IDX files) is not installed"; exit 77; }
+work=$(mktemp -d "${TMPDIR:-/tmp}/overlap.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+fail() {
+  echo "FAIL: $*"
+  for log in "$work"/*.log; do echo "--- $log"; cat "$log"; done
+  exit 1
+}
+
+# IDX files: big-endian magic (0x803 images, 0x801 labels) and sizes, then bytes.
+python3 - "$work" <<'PY' || fail "cannot write the synthetic data set"
+import random, struct, sys
+rng = random.Random(5)
+for split in ("train", "t10k"):
+    n = 256
+    labels = bytes(rng.randrange(10) for _ in range(n))
+    # Each class a different bright band, so the model has something to learn.
+    pixels = bytearray()
+    for label in labels:
+        for p in range(784):
+            pixels.append(200 if p // 78 == label else rng.randrange(40))
+    with open(f"{sys.argv[1]}/{split}-images-idx3-ubyte", "wb") as f:
+        f.write(struct.pack(">IIII", 0x803, n, 28, 28) + pixels)
+    with open(f"{sys.argv[1]}/{split}-labels-idx1-ubyte", "wb") as f:
+        f.write(struct.pack(">II", 0x801, n) + labels)
+PY
+
+export LOOM_TIMEOUT=60 OPENBLAS_NUM_THREADS=1
+train() {  # name, options...
+  name=$1
+  shift
+  "$loomrun" -n 2 "$demo" --epochs 1 --data-dir "$work" "$@" >"$work/$name.log" 2>&1 || fail "train_demo $* failed"
+}
+check_share() {  # name
+  line=$(grep "^epoch" "$work/$1.log" | head -n 1)
+  figures=$(echo "$line" | sed -n 's/.*comm hidden \([0-9]*\)% (ranks \([0-9]*\)\.\.\([0-9]*\)%; \([0-9.]*\) ms comm, \([0-9.]*\) ms exposed per step).*/\1 \2 \3 \4 \5/p')
+  [ -n "$figures" ] || fail "$1: no hidden share in the epoch line: $line"
+  set -- "$1" $figures
+  awk -v n="$2" -v a="$3" -v b="$4" 'BEGIN { exit !(a <= n && n <= b && b <= 100) }' ||
+    fail "$1: hidden share $2% outside the ranks' range $3..$4%"
+  awk -v x="$5" -v y="$6" 'BEGIN { exit !(y <= x + 0.05) }' || fail "$1: exposed $6 ms > communication $5 ms"
+  bound=$(echo "$line" | sed -n 's/.*at most \([0-9]*\)% can be hidden.*/\1/p')
+  if [ -n "$bound" ]; then
+    [ "$bound" -ge "$2" ] || fail "$1: bound $bound% below the hidden share $2%"
+  fi
+  echo "$1: comm hidden $2% (ranks $3..$4%), $5 ms comm, $6 ms exposed per step${bound:+, at most $bound% hideable}"
+}
+
+train small
+train large --model large
+grep -q "MLP 784-2048-2048-2048-2048-10 " "$work/large.log" || fail "--model large did not train the 784-2048x4-10 MLP"
+grep -q "global batch 2048 " "$work/large.log" || fail "--model large did not set the global batch to 2048"
+grep -q "last 6.1[23] MiB" "$work/large.log" || fail "the large model's last bucket is not the input layer's weight alone (6.125 MiB)"
+check_share small
+check_share large
+echo "PASS: the hidden share parses and is consistent for the default and the large model"
