@@ -158,6 +158,9 @@ class DeviceEngine {
   // Maps the peers' allocations and publishes this rank's view.
   Status prepare(const std::vector<SetupRecord>& records, int rank);
   Status launch(const kernels::cuda::engine::EngineCall& call, void* stream, const char* what);
+  // `ops` with each send that a receive of theirs overwrites read from a
+  // copy in scratch instead, the copies enqueued on `stream`.
+  Status copyOverwrittenSends(const std::vector<algo::P2POp>& ops, void* stream, std::vector<algo::P2POp>* batch);
   kernels::cuda::engine::EngineCall baseCall() const;
   // The protocol and algorithm of a collective call (its op, type and
   // count set), by the defaults of engine_layout.h within settings_.rules.

@@ -20,8 +20,8 @@
 // completes here too: a rank's engine ops need only its host peers' engine
 // ops, which run whatever their staged ops wait for. The copy-in before the
 // launch and the copy-out after the wait keep an in-place batch right (a
-// receive may overwrite what a send reads); engine sends whose bytes an
-// engine receive overwrites are first copied to the engine's scratch.
+// receive may overwrite what a send reads); within the engine's share,
+// DeviceEngine::enqueueP2P sees to it.
 #pragma once
 
 #include <functional>
