@@ -144,7 +144,8 @@ class DeviceEngine {
   // engine calls. Grow it only while no enqueued call uses it. A buffer
   // outgrown is freed only with the engine: cudaFree waits for the whole
   // device, where a peer sharing the GPU may have a kernel waiting for this
-  // rank.
+  // rank. enqueueP2P takes it too, for a batch whose receives overwrite
+  // its sends: a caller's scratch data must not be in such a batch.
   Result<void*> scratch(size_t bytes);
 
  private:
