@@ -117,10 +117,14 @@ Status Communicator::enqueueP2P(std::vector<algo::P2POp> ops, Stream* stream, co
 
 Status Communicator::runP2POps(const std::vector<algo::P2POp>& ops, const algo::AlgoContext& ctx) {
   if (devices_) {
-    // Device buffers are staged through pinned host memory around the fused operation.
+    // Device buffers are staged through pinned host memory around the fused
+    // operation, or, across hosts, only for the pairs on different hosts.
     bool handled = false;
     Status s = devices_->runP2P(
         ops, ctx.wait, [&](const std::vector<algo::P2POp>& host) { return algo::runP2P(host, ctx); }, &handled);
+    // Same-host pairs in the host's engine, the others staged (across hosts).
+    if (handled && devices_->lastPath() == cuda::DataPath::kEngineAcrossHosts)
+      lastAlgorithm_.store(kEngineAcrossHostsRecord, std::memory_order_relaxed);
     if (handled || !s.isOk()) return s;
   }
   return algo::runP2P(ops, ctx);

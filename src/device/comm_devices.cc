@@ -289,6 +289,16 @@ Status CommDevices::runP2P(const std::vector<algo::P2POp>& ops, const WaitContex
     LOOM_TRY(engine_->waitIdle(wait));
     return engine_->kernelError();
   }
+  if (hostEngine_ && setup_.nHosts > 1) {
+    // Across hosts, per peer pair: same-host peers through this host's
+    // engine, the others staged (p2p_across_hosts.h).
+    P2PSplit split = splitP2PByHost(ops, kinds.value(), hostEngine_->members(), hostEngine_->device());
+    if (!split.engine.empty()) {
+      *handled = true;
+      lastPath_ = DataPath::kEngineAcrossHosts;
+      return runP2PAcrossHosts(split, wait, runHost);
+    }
+  }
   std::vector<bool> staged(ops.size(), false);
   int device = -1;
   for (size_t i = 0; i < ops.size(); ++i) {
@@ -387,6 +397,24 @@ Status CommDevices::runAcrossHosts(const algo::CollArgs& args, const WaitContext
   ctx.nranks = setup_.nranks;
   ctx.wait = wait;
   return loom::cuda::runAcrossHosts(args, ctx);
+}
+
+Status CommDevices::runP2PAcrossHosts(const P2PSplit& split, const WaitContext& wait, const HostP2P& runHost) {
+  auto copies = copies_(hostEngine_->device());
+  LOOM_TRY(copies.status().withContext(strprintf("send/recv across hosts on rank %d: ", setup_.rank)));
+  P2PAcrossHosts ctx;
+  ctx.engine = hostEngine_.get();
+  ctx.copies = copies.value();
+  ctx.staging = [this](size_t bytes) -> Result<void*> {
+    auto lease = staging(bytes);
+    LOOM_TRY(lease.status());
+    return lease.value()->data();
+  };
+  ctx.runHost = runHost;
+  ctx.rank = setup_.rank;
+  ctx.copyChunkBytes = settings_.copyChunkBytes;
+  ctx.wait = wait;
+  return loom::cuda::runP2PAcrossHosts(split, ctx);
 }
 
 }  // namespace loom::cuda

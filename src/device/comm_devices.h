@@ -24,6 +24,7 @@
 #include "src/device/device_engine.h"
 #include "src/device/engine_across_hosts.h"
 #include "src/device/gdr_path.h"
+#include "src/device/p2p_across_hosts.h"
 #include "src/device/p2p_direct.h"
 #include "src/device/path_selection.h"
 #include "src/device/runtime.h"
@@ -98,7 +99,8 @@ class CommDevices {
   // Across hosts: this host's engine (its ranks' devices reach each other).
   // Collectives on device buffers then run in it within each host and are
   // staged only between hosts (engine_across_hosts.h); send/recv and
-  // all-to-all stage.
+  // all-to-all take it for their same-host pairs and stage the others
+  // (p2p_across_hosts.h).
   DeviceEngine* hostEngine() const { return hostEngine_.get(); }
   // Tests: an engine over any backend (the host's when it spans fewer ranks
   // than the communicator).
@@ -135,6 +137,7 @@ class CommDevices {
   // passes device buffers: hosts of equal size, an engine on each host).
   bool acrossHostsEligible(const algo::CollArgs& args, const PointerInfo& send, const PointerInfo& recv) const;
   Status runAcrossHosts(const algo::CollArgs& args, const WaitContext& wait, const HostSubgroupCollective& runOnRail);
+  Status runP2PAcrossHosts(const P2PSplit& split, const WaitContext& wait, const HostP2P& runHost);
 
   CommDeviceSetup setup_;
   DeviceSettings settings_;

@@ -1,6 +1,7 @@
 #include "src/device/device_engine.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 #include "common/format.h"
@@ -297,13 +298,19 @@ Status DeviceEngine::enqueueP2P(const std::vector<algo::P2POp>& ops, void* strea
     }
     return Status::ok();
   }
+  // The kernel reads a send while it writes the receives, with no order
+  // between the two: a send whose bytes a receive of the batch overwrites
+  // (an in-place all-to-all or sendrecv) goes from a copy in scratch, made
+  // on the stream before the kernel.
+  std::vector<algo::P2POp> batch;
+  LOOM_TRY(copyOverwrittenSends(ops, stream, &batch));
   // The kernel moves at most one send and one recv per peer. A batch with
   // more runs as rounds: round k holds each peer's k-th send and k-th recv,
   // which meet the peer's round k (both sides count per peer alike), and
   // round k+1 follows on the stream once round k is done everywhere.
   std::vector<engine::EngineCall> rounds;
   std::vector<int> sendsTo(static_cast<size_t>(nranks_), 0), recvsFrom(static_cast<size_t>(nranks_), 0);
-  for (const algo::P2POp& op : ops) {
+  for (const algo::P2POp& op : batch) {
     const bool isSend = op.kind == algo::P2POp::kSend;
     int& seen = (isSend ? sendsTo : recvsFrom)[static_cast<size_t>(op.peer)];
     const size_t round = static_cast<size_t>(seen++);
@@ -327,6 +334,40 @@ Status DeviceEngine::enqueueP2P(const std::vector<algo::P2POp>& ops, void* strea
     }
   }
   for (const engine::EngineCall& call : rounds) LOOM_TRY(launch(call, stream, "send/recv"));
+  return Status::ok();
+}
+
+Status DeviceEngine::copyOverwrittenSends(const std::vector<algo::P2POp>& ops, void* stream,
+                                          std::vector<algo::P2POp>* batch) {
+  *batch = ops;
+  const auto overlaps = [](const void* a, size_t aBytes, const void* b, size_t bBytes) {
+    const auto x = reinterpret_cast<uintptr_t>(a), y = reinterpret_cast<uintptr_t>(b);
+    return aBytes && bBytes && x < y + bBytes && y < x + aBytes;
+  };
+  const auto aligned = [](size_t bytes) { return (bytes + 255) / 256 * 256; };
+  std::vector<size_t> moved;
+  size_t bytes = 0;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const algo::P2POp& send = ops[i];
+    if (send.kind != algo::P2POp::kSend || send.bytes == 0) continue;
+    for (const algo::P2POp& recv : ops)
+      if (recv.kind == algo::P2POp::kRecv && overlaps(send.src, send.bytes, recv.dst, recv.bytes)) {
+        moved.push_back(i);
+        bytes += aligned(send.bytes);
+        break;
+      }
+  }
+  if (moved.empty()) return Status::ok();
+  auto room = scratch(bytes);
+  LOOM_TRY(room.status());
+  auto* at = static_cast<unsigned char*>(room.value());
+  for (size_t i : moved) {
+    algo::P2POp& send = (*batch)[i];
+    LOOM_TRY(backend_->copy(at, send.src, send.bytes, stream)
+                 .withContext(strprintf("send/recv on rank %d, copying a send its receives overwrite: ", commRank_)));
+    send.src = at;
+    at += aligned(send.bytes);
+  }
   return Status::ok();
 }
 

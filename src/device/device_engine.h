@@ -144,7 +144,8 @@ class DeviceEngine {
   // engine calls. Grow it only while no enqueued call uses it. A buffer
   // outgrown is freed only with the engine: cudaFree waits for the whole
   // device, where a peer sharing the GPU may have a kernel waiting for this
-  // rank.
+  // rank. enqueueP2P takes it too, for a batch whose receives overwrite
+  // its sends: a caller's scratch data must not be in such a batch.
   Result<void*> scratch(size_t bytes);
 
  private:
@@ -158,6 +159,9 @@ class DeviceEngine {
   // Maps the peers' allocations and publishes this rank's view.
   Status prepare(const std::vector<SetupRecord>& records, int rank);
   Status launch(const kernels::cuda::engine::EngineCall& call, void* stream, const char* what);
+  // `ops` with each send that a receive of theirs overwrites read from a
+  // copy in scratch instead, the copies enqueued on `stream`.
+  Status copyOverwrittenSends(const std::vector<algo::P2POp>& ops, void* stream, std::vector<algo::P2POp>* batch);
   kernels::cuda::engine::EngineCall baseCall() const;
   // The protocol and algorithm of a collective call (its op, type and
   // count set), by the defaults of engine_layout.h within settings_.rules.

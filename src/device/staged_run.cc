@@ -39,7 +39,8 @@ Status runStagedCollective(const algo::CollArgs& args, const StagingPlan& plan, 
 }
 
 Status runStagedP2P(const std::vector<algo::P2POp>& ops, const P2PStagingPlan& plan, void* staging,
-                    CopyEngine& copies, const WaitContext& wait, const HostP2P& runHost) {
+                    CopyEngine& copies, const WaitContext& wait, const HostP2P& runHost,
+                    const StagedP2PHooks& hooks) {
   auto* stage = static_cast<std::byte*>(staging);
   for (size_t k = 0; k < plan.copyIn.size(); ++k) {
     const StagedCopy& c = plan.copyIn[k];
@@ -47,6 +48,13 @@ Status runStagedP2P(const std::vector<algo::P2POp>& ops, const P2PStagingPlan& p
     LOOM_TRY(queue(copies, stage + c.stagingOffset, src + c.userOffset, c, "copy in", "a send buffer"));
   }
   if (!plan.copyIn.empty()) LOOM_TRY(copies.finish(wait));
+  if (hooks.afterCopyIn) {
+    // What it started in part is finished before the error returns.
+    if (Status started = hooks.afterCopyIn(); !started.isOk()) {
+      if (hooks.beforeCopyOut) (void)hooks.beforeCopyOut();
+      return started;
+    }
+  }
 
   std::vector<algo::P2POp> host = ops;
   for (size_t i = 0; i < host.size(); ++i) {
@@ -54,7 +62,14 @@ Status runStagedP2P(const std::vector<algo::P2POp>& ops, const P2PStagingPlan& p
     if (host[i].kind == algo::P2POp::kSend) host[i].src = stage + plan.ops[i].offset;
     else host[i].dst = stage + plan.ops[i].offset;
   }
-  LOOM_TRY(runHost(host));
+  // With work beside it, the host step runs only when it has ops (it may
+  // be the engine's batch alone); that work is finished whatever happened.
+  Status hosted = hooks.afterCopyIn && host.empty() ? Status::ok() : runHost(host);
+  if (hooks.beforeCopyOut) {
+    Status beside = hooks.beforeCopyOut();
+    if (hosted.isOk()) hosted = std::move(beside);
+  }
+  LOOM_TRY(std::move(hosted));
 
   for (size_t k = 0; k < plan.copyOut.size(); ++k) {
     const StagedCopy& c = plan.copyOut[k];

@@ -21,7 +21,16 @@ using HostP2P = std::function<Status(const std::vector<algo::P2POp>& hostOps)>;
 // unwritten (or partly written) and returns the copy's error.
 Status runStagedCollective(const algo::CollArgs& args, const StagingPlan& plan, void* staging, CopyEngine& copies,
                            const WaitContext& wait, const HostCollective& runHost);
+// Work that runs beside a staged send/recv (the device engine's share of a
+// batch across hosts, p2p_across_hosts.h): started once the sends are copied
+// in, so it may overwrite what they read, and finished before the copies
+// out, so it is done reading what they overwrite. Either may be empty.
+struct StagedP2PHooks {
+  std::function<Status()> afterCopyIn;
+  std::function<Status()> beforeCopyOut;
+};
 Status runStagedP2P(const std::vector<algo::P2POp>& ops, const P2PStagingPlan& plan, void* staging,
-                    CopyEngine& copies, const WaitContext& wait, const HostP2P& runHost);
+                    CopyEngine& copies, const WaitContext& wait, const HostP2P& runHost,
+                    const StagedP2PHooks& hooks = {});
 
 }  // namespace loom::cuda

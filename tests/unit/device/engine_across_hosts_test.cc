@@ -7,12 +7,20 @@
 // each collective over the members' staged buffers through the bootstrap.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <cstdint>
 #include <cstring>
+#include <deque>
+#include <functional>
+#include <map>
+#include <mutex>
 #include <string>
 #include <vector>
 
+#include "common/format.h"
 #include "src/device/comm_devices.h"
 #include "src/device/device_engine.h"
 #include "tests/support/local_bootstrap.h"
@@ -132,18 +140,12 @@ struct RunResult {
 
 bool runOne(CommDevices& devices, LocalBootstrap& boot, int n, int rank, const Call& call, RunResult* result);
 
-// Runs `calls` one after another on one set of ranks (engines, scratch and
-// staging buffers reused and grown between calls); a result per call.
-std::vector<RunResult> runCalls(const Layout& layout, const std::vector<Call>& calls) {
+// Runs `body` on every rank of `layout`, each a thread with its host's
+// engine (emulated) in a CommDevices that spans the hosts; a failed setup
+// is written to errors[rank] instead.
+using RankBody = std::function<void(CommDevices& devices, LocalBootstrap& boot, int rank)>;
+void withRanks(const Layout& layout, std::vector<std::string>* errors, const RankBody& body) {
   const int n = layout.nranks();
-  std::vector<RunResult> results(calls.size());
-  for (RunResult& res : results) {
-    res.outputs.assign(static_cast<size_t>(n), {});
-    res.paths.assign(static_cast<size_t>(n), DataPath::kHost);
-    res.railCalls.assign(static_cast<size_t>(n), {});
-    res.hostCalls.assign(static_cast<size_t>(n), 0);
-    res.errors.assign(static_cast<size_t>(n), "");
-  }
   auto group = LocalBootstrapGroup::create(n);
   std::vector<std::unique_ptr<CopyEngine>> copies;
   for (int r = 0; r < n; ++r) copies.push_back(makeHostCopyEngine());
@@ -154,7 +156,7 @@ std::vector<RunResult> runCalls(const Layout& layout, const std::vector<Call>& c
   std::vector<std::unique_ptr<CommDevices>> kept(static_cast<size_t>(n));
   runRankThreads(n, [&](int rank) {
     const size_t me = static_cast<size_t>(rank);
-    std::string& error = results[0].errors[me];
+    std::string& error = (*errors)[me];
     boots[me] = std::make_unique<LocalBootstrap>(group, rank);
     LocalBootstrap& boot = *boots[me];
     EngineSetup setup;
@@ -194,6 +196,23 @@ std::vector<RunResult> runCalls(const Layout& layout, const std::vector<Call>& c
       error = "an engine of the host's ranks must be the host engine";
       return;
     }
+    body(devices, boot, rank);
+  });
+}
+
+// Runs `calls` one after another on one set of ranks (engines, scratch and
+// staging buffers reused and grown between calls); a result per call.
+std::vector<RunResult> runCalls(const Layout& layout, const std::vector<Call>& calls) {
+  const int n = layout.nranks();
+  std::vector<RunResult> results(calls.size());
+  for (RunResult& res : results) {
+    res.outputs.assign(static_cast<size_t>(n), {});
+    res.paths.assign(static_cast<size_t>(n), DataPath::kHost);
+    res.railCalls.assign(static_cast<size_t>(n), {});
+    res.hostCalls.assign(static_cast<size_t>(n), 0);
+    res.errors.assign(static_cast<size_t>(n), "");
+  }
+  withRanks(layout, &results[0].errors, [&](CommDevices& devices, LocalBootstrap& boot, int rank) {
     for (size_t k = 0; k < calls.size(); ++k) {
       if (!runOne(devices, boot, n, rank, calls[k], &results[k])) return;
     }
@@ -413,6 +432,286 @@ TEST(EngineAcrossHosts, UnevenHostsStageTheWholeCallOnEveryRank) {
       EXPECT_EQ(res.hostCalls[static_cast<size_t>(r)], 1) << "rank " << r;
     }
   }
+}
+
+// ---- Send/recv and all-to-all across hosts (p2p_across_hosts.h) ----
+
+// The host send/recv of these tests, between rank threads: a send is posted
+// to its (from, to) queue at once, a receive waits for its pair's next
+// message. Sends never wait, so a batch completes once every rank ran its
+// matching batch, whatever the order within it.
+class Wire {
+ public:
+  void post(int from, int to, const void* data, size_t bytes) {
+    const auto* p = static_cast<const unsigned char*>(data);
+    std::lock_guard<std::mutex> lock(mu_);
+    queues_[{from, to}].emplace_back(p, p + bytes);
+    cv_.notify_all();
+  }
+  Status take(int from, int to, void* data, size_t bytes) {
+    std::unique_lock<std::mutex> lock(mu_);
+    auto& q = queues_[{from, to}];
+    if (!cv_.wait_for(lock, std::chrono::seconds(20), [&] { return !q.empty(); }))
+      return makeError(Code::kTimeout, "rank %d: no message from rank %d", to, from);
+    std::vector<unsigned char> msg = std::move(q.front());
+    q.pop_front();
+    if (msg.size() != bytes)
+      return makeError(Code::kRemoteError, "rank %d: %zu bytes from rank %d, expected %zu", to, msg.size(), from, bytes);
+    if (bytes) std::memcpy(data, msg.data(), bytes);
+    return Status::ok();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<std::pair<int, int>, std::deque<std::vector<unsigned char>>> queues_;
+};
+
+// An op the host send/recv was handed: what the rank staged.
+struct HostOp {
+  int peer;
+  bool send;
+  size_t bytes;
+};
+
+HostP2P hostSendRecv(Wire& wire, int rank, std::vector<HostOp>* seen) {
+  return [&wire, rank, seen](const std::vector<algo::P2POp>& ops) -> Status {
+    for (const algo::P2POp& op : ops) {
+      seen->push_back({op.peer, op.kind == algo::P2POp::kSend, op.bytes});
+      if (op.kind == algo::P2POp::kSend) wire.post(rank, op.peer, op.src, op.bytes);
+    }
+    for (const algo::P2POp& op : ops)
+      if (op.kind == algo::P2POp::kRecv) LOOM_TRY(wire.take(op.peer, rank, op.dst, op.bytes));
+    return Status::ok();
+  };
+}
+
+bool sameHost(const Layout& layout, int a, int b) {
+  const auto& h = layout.hostOf(a);
+  return std::find(h.begin(), h.end(), b) != h.end();
+}
+
+struct P2PResult {
+  std::vector<std::string> errors;
+  std::vector<std::vector<float>> outputs;          // all-to-all: each rank's receive buffer
+  std::vector<std::vector<DataPath>> paths;         // per rank, per batch
+  std::vector<std::vector<HostOp>> hostOps;         // per rank, every batch's
+  explicit P2PResult(int n)
+      : errors(static_cast<size_t>(n)),
+        outputs(static_cast<size_t>(n)),
+        paths(static_cast<size_t>(n)),
+        hostOps(static_cast<size_t>(n)) {}
+};
+
+// Checks that each rank handed the host send/recv exactly its ops with
+// peers on other hosts: `expected[r]` bytes sent plus received across hosts.
+void expectOnlyCrossHostStaged(const Layout& layout, const P2PResult& res, const std::vector<size_t>& expected) {
+  for (int r = 0; r < layout.nranks(); ++r) {
+    size_t staged = 0;
+    for (const HostOp& op : res.hostOps[static_cast<size_t>(r)]) {
+      EXPECT_FALSE(sameHost(layout, r, op.peer)) << "rank " << r << " staged an op with its host peer " << op.peer;
+      staged += op.bytes;
+    }
+    EXPECT_EQ(staged, expected[static_cast<size_t>(r)]) << "rank " << r << ": bytes staged";
+  }
+}
+
+// An all-to-all of `count` floats per pair, as loomAllToAll builds its ops
+// (peers staggered; in place: one buffer).
+P2PResult runAllToAll(const Layout& layout, size_t count, bool inPlace) {
+  const int n = layout.nranks();
+  P2PResult res(n);
+  Wire wire;
+  withRanks(layout, &res.errors, [&](CommDevices& devices, LocalBootstrap&, int rank) {
+    const size_t me = static_cast<size_t>(rank), total = count * static_cast<size_t>(n);
+    std::vector<float> in(total), outBuf(inPlace ? 0 : total, -1.0f);
+    for (size_t i = 0; i < total; ++i) in[i] = inputOf(rank, i);
+    float* out = inPlace ? in.data() : outBuf.data();
+    std::vector<algo::P2POp> ops;
+    for (int i = 0; i < n; ++i) {
+      const int to = (rank + i) % n, from = (rank - i + n) % n;
+      ops.push_back(algo::P2POp::send(to, in.data() + static_cast<size_t>(to) * count, count * sizeof(float)));
+      ops.push_back(algo::P2POp::recv(from, out + static_cast<size_t>(from) * count, count * sizeof(float)));
+    }
+    bool handled = false;
+    Status s = devices.runP2P(ops, waitFor(30), hostSendRecv(wire, rank, &res.hostOps[me]), &handled);
+    if (!s.isOk()) res.errors[me] = s.message();
+    else if (!handled) res.errors[me] = "not handled";
+    res.paths[me].push_back(devices.lastPath());
+    res.outputs[me].assign(out, out + total);
+  });
+  return res;
+}
+
+void checkAllToAll(const Layout& layout, size_t count, bool inPlace) {
+  SCOPED_TRACE(std::to_string(layout.nranks()) + " ranks on " + std::to_string(layout.hosts.size()) +
+               " hosts, count " + std::to_string(count) + (inPlace ? ", in place" : ", out of place"));
+  const int n = layout.nranks();
+  const P2PResult res = runAllToAll(layout, count, inPlace);
+  std::vector<size_t> crossing(static_cast<size_t>(n));
+  for (int r = 0; r < n; ++r) {
+    const size_t me = static_cast<size_t>(r);
+    ASSERT_EQ(res.errors[me], "") << "rank " << r;
+    EXPECT_EQ(res.paths[me][0], DataPath::kEngineAcrossHosts) << "rank " << r;
+    // Block q of rank r's output is block r of rank q's input.
+    for (int q = 0; q < n; ++q)
+      for (size_t i = 0; i < count; ++i)
+        ASSERT_EQ(res.outputs[me][static_cast<size_t>(q) * count + i], inputOf(q, me * count + i))
+            << "rank " << r << ", block from rank " << q << ", element " << i;
+    const size_t remote = static_cast<size_t>(n) - layout.hostOf(r).size();
+    crossing[me] = 2 * remote * count * sizeof(float);  // sent and received
+  }
+  expectOnlyCrossHostStaged(layout, res, crossing);
+}
+
+TEST(EngineAcrossHosts, AllToAllMovesSameHostBlocksInTheEngineAndStagesOnlyCrossHostOnes) {
+  for (const Layout& layout : layouts())
+    for (size_t count : kCounts)
+      for (bool inPlace : {false, true}) {
+        checkAllToAll(layout, count, inPlace);
+        if (::testing::Test::HasFatalFailure()) return;
+      }
+}
+
+// The path is chosen per pair, so hosts need not be of one size.
+TEST(EngineAcrossHosts, AllToAllOnHostsOfDifferentSizes) {
+  for (bool inPlace : {false, true}) {
+    checkAllToAll(Layout{{{0, 1, 2}, {3}}}, 1001, inPlace);
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+}
+
+// One op of a rank's batch: a message to or from `peer`.
+struct Msg {
+  int peer;
+  bool send;
+  size_t bytes;
+};
+using Batch = std::vector<Msg>;
+
+// Message `seq` (counted per ordered pair) from `from` to `to`, byte i.
+unsigned char byteOf(int from, int to, int seq, size_t i) {
+  return static_cast<unsigned char>((static_cast<size_t>(from * 37 + to * 11 + seq * 5) + i) % 251);
+}
+
+// Each rank runs its batches in order (an empty batch: no call); every
+// received message is checked against the sender's pattern on the spot.
+P2PResult runBatches(const Layout& layout, const std::vector<std::vector<Batch>>& perRank, double seconds = 30) {
+  const int n = layout.nranks();
+  P2PResult res(n);
+  Wire wire;
+  withRanks(layout, &res.errors, [&](CommDevices& devices, LocalBootstrap&, int rank) {
+    const size_t me = static_cast<size_t>(rank);
+    std::map<int, int> sent, received;  // per peer
+    for (size_t k = 0; k < perRank[me].size(); ++k) {
+      const Batch& batch = perRank[me][k];
+      if (batch.empty()) continue;
+      std::vector<std::vector<unsigned char>> bufs;
+      std::vector<algo::P2POp> ops;
+      std::vector<int> seqs;
+      for (const Msg& m : batch) {
+        const int seq = (m.send ? sent : received)[m.peer]++;
+        seqs.push_back(seq);
+        bufs.emplace_back(m.bytes, static_cast<unsigned char>(0xEE));
+        if (m.send)
+          for (size_t i = 0; i < m.bytes; ++i) bufs.back()[i] = byteOf(rank, m.peer, seq, i);
+      }
+      for (size_t i = 0; i < batch.size(); ++i)
+        ops.push_back(batch[i].send ? algo::P2POp::send(batch[i].peer, bufs[i].data(), batch[i].bytes)
+                                    : algo::P2POp::recv(batch[i].peer, bufs[i].data(), batch[i].bytes));
+      bool handled = false;
+      Status s = devices.runP2P(ops, waitFor(seconds), hostSendRecv(wire, rank, &res.hostOps[me]), &handled);
+      res.paths[me].push_back(devices.lastPath());
+      if (!s.isOk() || !handled) {
+        res.errors[me] = strprintf("batch %zu: %s", k, s.isOk() ? "not handled" : s.message().c_str());
+        return;
+      }
+      for (size_t i = 0; i < batch.size(); ++i) {
+        if (batch[i].send) continue;
+        for (size_t b = 0; b < batch[i].bytes; ++b)
+          if (bufs[i][b] != byteOf(batch[i].peer, rank, seqs[i], b)) {
+            res.errors[me] = strprintf("batch %zu, message %d from rank %d: byte %zu is %d, expected %d", k, seqs[i],
+                                       batch[i].peer, b, bufs[i][b], byteOf(batch[i].peer, rank, seqs[i], b));
+            return;
+          }
+      }
+    }
+  });
+  return res;
+}
+
+// Bytes each rank sends and receives across hosts in `perRank`.
+std::vector<size_t> crossHostBytes(const Layout& layout, const std::vector<std::vector<Batch>>& perRank) {
+  std::vector<size_t> bytes(perRank.size());
+  for (size_t r = 0; r < perRank.size(); ++r)
+    for (const Batch& b : perRank[r])
+      for (const Msg& m : b)
+        if (!sameHost(layout, static_cast<int>(r), m.peer)) bytes[r] += m.bytes;
+  return bytes;
+}
+
+// A group where every rank sends to every rank (itself included), twice to
+// its next rank (two rounds of the engine's batch), in sizes from one byte
+// to 160000, and receives to match; one rank only talks across hosts and
+// takes the staged path alone.
+std::vector<std::vector<Batch>> mixedGroup(const Layout& layout) {
+  const int n = layout.nranks();
+  const size_t sizes[] = {4, 12, 4004, 160000, 1};
+  const int loner = n - 1;  // sends and receives only across hosts
+  auto size = [&](int from, int to) { return sizes[static_cast<size_t>(from * 3 + to) % 5]; };
+  auto talks = [&](int a, int b) { return !((a == loner || b == loner) && sameHost(layout, a, b)); };
+  std::vector<std::vector<Batch>> perRank(static_cast<size_t>(n), std::vector<Batch>(1));
+  for (int r = 0; r < n; ++r) {
+    Batch& b = perRank[static_cast<size_t>(r)][0];
+    for (int q = 0; q < n; ++q) {
+      if (!talks(r, q)) continue;
+      b.push_back({q, true, size(r, q)});
+      b.push_back({q, false, size(q, r)});
+    }
+    const int next = (r + 1) % n, prev = (r - 1 + n) % n;
+    if (talks(r, next)) b.push_back({next, true, 777});
+    if (talks(r, prev)) b.push_back({prev, false, 777});
+  }
+  return perRank;
+}
+
+TEST(EngineAcrossHosts, SendRecvGroupTakesTheEngineForHostPeersAndStagesOnlyTheOthers) {
+  for (const Layout& layout : layouts()) {
+    SCOPED_TRACE(std::to_string(layout.nranks()) + " ranks");
+    const auto perRank = mixedGroup(layout);
+    const P2PResult res = runBatches(layout, perRank);
+    const int n = layout.nranks();
+    for (int r = 0; r < n; ++r) {
+      ASSERT_EQ(res.errors[static_cast<size_t>(r)], "") << "rank " << r;
+      // The loner has no engine op: all of its batch is staged.
+      EXPECT_EQ(res.paths[static_cast<size_t>(r)][0], r == n - 1 ? DataPath::kStaged : DataPath::kEngineAcrossHosts)
+          << "rank " << r;
+    }
+    expectOnlyCrossHostStaged(layout, res, crossHostBytes(layout, perRank));
+  }
+}
+
+// Rank 0 sends to its host peer 1 (more than the engine's FIFOs hold, so
+// the send waits for the receive) and to rank 2 on the other host in one
+// group; rank 1 receives from 2 before it receives from 0, and rank 2 sends
+// to 1 only after it received from 0. As one fused operation this
+// completes; it would not if the engine's share had to finish before the
+// staged share started (0 waits for 1, 1 for 2, 2 for 0).
+TEST(EngineAcrossHosts, EngineAndStagedSharesOfOneGroupRunSideBySide) {
+  const Layout layout{{{0, 1}, {2, 3}}};
+  const size_t big = 160000;
+  std::vector<std::vector<Batch>> perRank = {
+      {{{1, true, big}, {2, true, 64}}},
+      {{{2, false, 64}}, {{0, false, big}}},
+      {{{0, false, 64}}, {{1, true, 64}}},
+      {},
+  };
+  const P2PResult res = runBatches(layout, perRank, 10);
+  for (int r = 0; r < 3; ++r) ASSERT_EQ(res.errors[static_cast<size_t>(r)], "") << "rank " << r;
+  EXPECT_EQ(res.paths[0][0], DataPath::kEngineAcrossHosts);
+  EXPECT_EQ(res.paths[1][0], DataPath::kStaged);
+  EXPECT_EQ(res.paths[1][1], DataPath::kEngineAcrossHosts);
+  expectOnlyCrossHostStaged(layout, res, crossHostBytes(layout, perRank));
 }
 
 }  // namespace
