@@ -378,6 +378,14 @@ bool CommDevices::acrossHostsEligible(const algo::CollArgs& args, const PointerI
          acrossHostsLayoutFits(setup_.hosts, setup_.rank) && hostEngine_->accepts(args, send, recv);
 }
 
+std::function<Result<void*>(size_t)> CommDevices::stagingBytes() {
+  return [this](size_t bytes) -> Result<void*> {
+    auto lease = staging(bytes);
+    LOOM_TRY(lease.status());
+    return lease.value()->data();
+  };
+}
+
 Status CommDevices::runAcrossHosts(const algo::CollArgs& args, const WaitContext& wait,
                                    const HostSubgroupCollective& runOnRail) {
   const std::string where = strprintf("%s across hosts on rank %d: ", algo::collTypeName(args.type), setup_.rank);
@@ -386,11 +394,7 @@ Status CommDevices::runAcrossHosts(const algo::CollArgs& args, const WaitContext
   AcrossHosts ctx;
   ctx.engine = hostEngine_.get();
   ctx.copies = copies.value();
-  ctx.staging = [this](size_t bytes) -> Result<void*> {
-    auto lease = staging(bytes);
-    LOOM_TRY(lease.status());
-    return lease.value()->data();
-  };
+  ctx.staging = stagingBytes();
   ctx.runOnRail = runOnRail;
   ctx.hosts = &setup_.hosts;
   ctx.rank = setup_.rank;
@@ -405,11 +409,7 @@ Status CommDevices::runP2PAcrossHosts(const P2PSplit& split, const WaitContext& 
   P2PAcrossHosts ctx;
   ctx.engine = hostEngine_.get();
   ctx.copies = copies.value();
-  ctx.staging = [this](size_t bytes) -> Result<void*> {
-    auto lease = staging(bytes);
-    LOOM_TRY(lease.status());
-    return lease.value()->data();
-  };
+  ctx.staging = stagingBytes();
   ctx.runHost = runHost;
   ctx.rank = setup_.rank;
   ctx.copyChunkBytes = settings_.copyChunkBytes;

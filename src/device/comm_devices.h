@@ -131,6 +131,8 @@ class CommDevices {
  private:
   Result<CopyEngine*> cudaCopies(int device);
   Result<PinnedPool::Lease*> staging(size_t bytes);
+  // staging() as the across-hosts steps take it: the pinned bytes.
+  std::function<Result<void*>(size_t)> stagingBytes();
   // The classification of each op's buffer, in the order of `ops`.
   Result<std::vector<PointerInfo>> classifyP2P(const std::vector<algo::P2POp>& ops);
   // Whether `args` takes kEngineAcrossHosts (the same on every rank that

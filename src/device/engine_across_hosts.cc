@@ -116,25 +116,33 @@ class Plan {
   // Shard j: count / L elements; the count % L past the shards go with every one.
   size_t shard() const { return args_.count / L_; }
   size_t tail() const { return args_.count % L_; }
+  // recv's shard j and its tail, packed into `stage` (shard, then tail) and
+  // back: what a rank moves over its rail.
+  Bytes* myShard() const { return recv() + local_ * shard() * es_; }
+  Bytes* myTail() const { return recv() + L_ * shard() * es_; }
+  Status stageShardAndTail(Bytes* stage) {
+    LOOM_TRY(copy(stage, myShard(), shard() * es_));
+    LOOM_TRY(copy(stage + shard() * es_, myTail(), tail() * es_));
+    return copiesDone();
+  }
+  Status unstageShardAndTail(const Bytes* stage) {
+    LOOM_TRY(copy(myShard(), stage, shard() * es_));
+    LOOM_TRY(copy(myTail(), stage + shard() * es_, tail() * es_));
+    return copiesDone();
+  }
 
   Status allReduce() {
     const size_t s = shard(), t = tail();
-    Bytes* const myShard = recv() + local_ * s * es_;
-    Bytes* const myTail = recv() + L_ * s * es_;
-    if (s) LOOM_TRY(engine(algo::CollType::kReduceScatter, send(), myShard, s));
-    if (t) LOOM_TRY(engine(algo::CollType::kAllReduce, send() + L_ * s * es_, myTail, t));
+    if (s) LOOM_TRY(engine(algo::CollType::kReduceScatter, send(), myShard(), s));
+    if (t) LOOM_TRY(engine(algo::CollType::kAllReduce, send() + L_ * s * es_, myTail(), t));
     LOOM_TRY(engineDone());
     auto host = staging((s + t) * es_);
     LOOM_TRY(host.status());
     Bytes* const stage = host.value();
-    LOOM_TRY(copy(stage, myShard, s * es_));
-    LOOM_TRY(copy(stage + s * es_, myTail, t * es_));
-    LOOM_TRY(copiesDone());
+    LOOM_TRY(stageShardAndTail(stage));
     LOOM_TRY(onRail(algo::CollType::kAllReduce, stage, stage, s + t));
-    LOOM_TRY(copy(myShard, stage, s * es_));
-    LOOM_TRY(copy(myTail, stage + s * es_, t * es_));
-    LOOM_TRY(copiesDone());
-    if (s) LOOM_TRY(engine(algo::CollType::kAllGather, myShard, recv(), s));
+    LOOM_TRY(unstageShardAndTail(stage));
+    if (s) LOOM_TRY(engine(algo::CollType::kAllGather, myShard(), recv(), s));
     return engineDone();
   }
 
@@ -192,24 +200,18 @@ class Plan {
     size_t rootHost = 0, rootLocal = 0;
     locateRoot(&rootHost, &rootLocal);
     const size_t s = shard(), t = tail();
-    Bytes* const myShard = recv() + local_ * s * es_;
-    Bytes* const myTail = recv() + L_ * s * es_;
     auto host = staging((s + t) * es_);
     LOOM_TRY(host.status());
     Bytes* const stage = host.value();
     if (host_ == rootHost) {
       LOOM_TRY(engine(algo::CollType::kBroadcast, send(), recv(), args_.count, static_cast<int>(rootLocal)));
       LOOM_TRY(engineDone());
-      LOOM_TRY(copy(stage, myShard, s * es_));
-      LOOM_TRY(copy(stage + s * es_, myTail, t * es_));
-      LOOM_TRY(copiesDone());
+      LOOM_TRY(stageShardAndTail(stage));
     }
     LOOM_TRY(onRail(algo::CollType::kBroadcast, stage, stage, s + t, static_cast<int>(rootHost)));
     if (host_ == rootHost) return Status::ok();
-    LOOM_TRY(copy(myShard, stage, s * es_));
-    LOOM_TRY(copy(myTail, stage + s * es_, t * es_));
-    LOOM_TRY(copiesDone());
-    if (s) LOOM_TRY(engine(algo::CollType::kAllGather, myShard, recv(), s));
+    LOOM_TRY(unstageShardAndTail(stage));
+    if (s) LOOM_TRY(engine(algo::CollType::kAllGather, myShard(), recv(), s));
     return engineDone();
   }
 
