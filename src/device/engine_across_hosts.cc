@@ -44,14 +44,19 @@ class Plan {
   // The engine runs sums for an average: the rail step divides, once.
   RedOp engineOp() const { return args_.op == RedOp::kAvg ? RedOp::kSum : args_.op; }
 
-  Status engine(algo::CollType type, const void* from, void* to, size_t count, int root = 0) {
+  // The call's arguments for one step of it.
+  algo::CollArgs step(algo::CollType type, const void* from, void* to, size_t count, int root) const {
     algo::CollArgs a = args_;
     a.type = type;
     a.sendbuf = from;
     a.recvbuf = to;
     a.count = count;
-    a.op = engineOp();
     a.root = root;
+    return a;
+  }
+  Status engine(algo::CollType type, const void* from, void* to, size_t count, int root = 0) {
+    algo::CollArgs a = step(type, from, to, count, root);
+    a.op = engineOp();
     return ctx_.engine->enqueue(a, nullptr).withContext(where_);
   }
   Status engineDone() {
@@ -92,13 +97,7 @@ class Plan {
     return Status::ok();
   }
   Status onRail(algo::CollType type, const void* from, void* to, size_t count, int root = 0) {
-    algo::CollArgs a = args_;
-    a.type = type;
-    a.sendbuf = from;
-    a.recvbuf = to;
-    a.count = count;
-    a.root = root;
-    return ctx_.runOnRail(a, rail(local_)).withContext(where_);
+    return ctx_.runOnRail(step(type, from, to, count, root), rail(local_)).withContext(where_);
   }
   Result<Bytes*> staging(size_t bytes) {
     auto got = ctx_.staging(bytes);
