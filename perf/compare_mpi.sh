@@ -18,7 +18,8 @@
 #   oneCCL     PyPI's oneccl-cpu + oneccl-cpu-devel in the same venv;
 #              mpi_all_reduce_perf.cc with LOOM_PERF_ONECCL, libccl.a linked in,
 #              started by Intel MPI's mpiexec, CCL_ATL_TRANSPORT=mpi
-#   gloo       PyTorch's gloo backend from Debian's python3-torch
+#   gloo       PyTorch's gloo backend from .venv-torch (scripts/setup_torch_venv.sh),
+#              else from Debian's python3-torch
 #              (perf/gloo/gloo_all_reduce_perf.py; its time includes the Python call)
 # A library that cannot be had is reported as absent, with the reason, and its
 # column shows "-". BASELINES_INSTALL=0 installs nothing (uses what is there).
@@ -157,10 +158,16 @@ elif stale "$ccl_tool" "$mpi_source" "$perf_base" "$stubs" && ! { gcc -O2 -c "$s
   absent[oneccl]="building against oneCCL failed: $(head -c 300 "$work/ccl_build.log")"
 fi
 
-# --- gloo: PyTorch's backend
+# --- gloo: PyTorch's backend, from the project's torch venv
+# (scripts/setup_torch_venv.sh) when it is there, else Debian's python3-torch
 gloo_tool=$root/perf/gloo/gloo_all_reduce_perf.py
-if ! /usr/bin/python3 -c 'import torch.distributed as d; assert d.is_gloo_available()' >/dev/null 2>&1; then
-  if apt_have python3-torch; then :; else absent[gloo]="PyTorch with gloo is not importable by /usr/bin/python3 (Debian: python3-torch)"; fi
+has_gloo() { "$1" -c 'import torch.distributed as d; assert d.is_gloo_available()' >/dev/null 2>&1; }
+gloo_python=${LOOM_TORCH_VENV:-$root/.venv-torch}/bin/python
+if ! has_gloo "$gloo_python"; then
+  gloo_python=/usr/bin/python3
+  if ! has_gloo "$gloo_python" && ! { apt_have python3-torch && has_gloo "$gloo_python"; }; then
+    absent[gloo]="PyTorch with gloo is importable neither from .venv-torch (scripts/setup_torch_venv.sh) nor by /usr/bin/python3 (Debian: python3-torch)"
+  fi
 fi
 
 before_bin=""
@@ -191,7 +198,7 @@ launcher() {
     mpich) echo "mpiexec.mpich -n $n $mpich_tool" ;;
     intelmpi) echo "${intel_run[*]} -n $n $impi_tool" ;;
     oneccl) echo "${intel_run[*]} -n $n env CCL_ATL_TRANSPORT=mpi CCL_LOG_LEVEL=error $ccl_tool" ;;
-    gloo) echo "/usr/bin/python3 $gloo_tool --np $n" ;;
+    gloo) echo "$gloo_python $gloo_tool --np $n" ;;
   esac
 }
 

@@ -4,7 +4,7 @@
     python3 perf/gloo/gloo_all_reduce_perf.py --np N -b 8 -e 64M -f 4 -n 20 -w 5 -c 1
 
 Starts N processes on this host (torch.distributed's "gloo" backend over TCP
-loopback, from PyTorch: Debian's python3-torch) and prints all_reduce_perf's
+loopback; PyTorch from the project's .venv-torch or Debian's python3-torch) and prints all_reduce_perf's
 table rows (size count type redop root time algbw busbw #wrong, twice), so the
 comparison script reads it like the other tools. float32 sum only.
 
