@@ -87,8 +87,8 @@ class OpRunner {
   Status runQueued(Run& run);
   CompletionPtr enqueueAsync(std::shared_ptr<Queued> op, Stream* stream);
   // Whether `stream` and the executor become idle within LOOM_ASYNC_INLINE_US
-  // (at most one op still running on the stream); then *turn owns the
-  // executor's inline turn.
+  // (only small ops still on the stream); then *turn owns the executor's
+  // inline turn.
   bool idleSoon(Stream& stream, std::unique_lock<std::mutex>* turn);
   // Whether every peer announces collective `seq` within LOOM_ASYNC_INLINE_US.
   bool peersStartedSoon(uint64_t seq);

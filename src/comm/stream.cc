@@ -4,14 +4,15 @@
 
 namespace loom {
 
-CompletionPtr Stream::push(const CompletionPtr& op, const void* runner) {
+CompletionPtr Stream::push(const CompletionPtr& op, const void* runner, bool quick) {
   std::lock_guard<std::mutex> lock(mu_);
   pruneLocked();
   CompletionPtr previous = std::move(last_);
   const void* previousRunner = lastRunner_;
   last_ = op;
   lastRunner_ = runner;
-  outstanding_.push_back(op);
+  outstanding_.push_back({op, quick});
+  if (!quick) ++slowOutstanding_;
   unfinished_.store(outstanding_.size(), std::memory_order_release);
   // The same runner starts its operations in the order they were pushed, and
   // each after the one before it finished: nothing to wait for, and no
@@ -23,9 +24,10 @@ CompletionPtr Stream::push(const CompletionPtr& op, const void* runner) {
 void Stream::pruneLocked() {
   // Each op waits for its predecessor, so ops finish in stream order and
   // dropping finished ones from the front is enough (O(1) per op).
-  while (!outstanding_.empty() && outstanding_.front()->done()) {
-    const Completion& done = *outstanding_.front();
+  while (!outstanding_.empty() && outstanding_.front().op->done()) {
+    const Completion& done = *outstanding_.front().op;
     if (!done.ok() && firstError_.isOk()) firstError_ = done.status();
+    if (!outstanding_.front().quick) --slowOutstanding_;
     outstanding_.pop_front();
   }
   unfinished_.store(outstanding_.size(), std::memory_order_release);
@@ -35,6 +37,12 @@ size_t Stream::outstanding() {
   std::lock_guard<std::mutex> lock(mu_);
   pruneLocked();
   return outstanding_.size();
+}
+
+bool Stream::onlyQuickOutstanding() {
+  std::lock_guard<std::mutex> lock(mu_);
+  pruneLocked();
+  return slowOutstanding_ == 0;
 }
 
 void Stream::noteFinished(const Status& status) {
@@ -63,7 +71,7 @@ Status Stream::synchronize() {
       // Ops normally finish in stream order, so waiting for the newest is
       // enough; an aborted communicator may fail an op before its
       // predecessor finished, which the loop catches.
-      if (!drain) newest = outstanding_.back();
+      if (!drain) newest = outstanding_.back().op;
     }
     // Kernels of the device engine are on the CUDA stream only. Each stops
     // at its communicator's LOOM_TIMEOUT, so this wait ends too.

@@ -26,11 +26,15 @@ class Stream {
   // returns the completion it must wait for first: null if the stream was
   // idle, or if the previous op is done or has the same runner, which starts
   // its operations one after another in the order they were queued.
-  CompletionPtr push(const CompletionPtr& op, const void* runner);
+  // `quick`: a small collective (OpRunner's inline size), which a caller
+  // may wait a moment for (onlyQuickOutstanding).
+  CompletionPtr push(const CompletionPtr& op, const void* runner, bool quick = false);
   // True when every op enqueued so far has finished.
   bool idle() { return unfinished_.load(std::memory_order_acquire) == 0 || outstanding() == 0; }
   // How many ops enqueued so far have not finished.
   size_t outstanding();
+  // True when every unfinished op was pushed as quick (or none is left).
+  bool onlyQuickOutstanding();
   // An op that ran at once on the caller's thread, never pushed: its error,
   // if any, is reported like a pushed op's.
   void noteFinished(const Status& status);
@@ -68,7 +72,12 @@ class Stream {
 
   std::mutex enqueueMu_;
   std::mutex mu_;
-  std::deque<CompletionPtr> outstanding_;  // in stream order, so they finish front first
+  struct Pushed {
+    CompletionPtr op;
+    bool quick;
+  };
+  std::deque<Pushed> outstanding_;  // in stream order, so they finish front first
+  size_t slowOutstanding_ = 0;      // entries of outstanding_ not pushed as quick
   // outstanding_.size(), written under mu_: zero means idle without the lock
   // (the check every small stream call makes). Nonzero may be stale (an op
   // finished since), so idle() then prunes under the lock.
