@@ -81,12 +81,12 @@ run_asan() {
   # entries give way to the reduced matrix below.
   # Left out: the torch backend's tests (Python loads the module, which is not
   # built here, and an instrumented one needs the ASan runtime preloaded into
-  # python) and the runs of the demo: kill-and-resume, the parallel layouts
-  # and elastic membership (examples/ is not built here).
+  # python) and the runs of the demo: kill-and-resume, the parallel layouts,
+  # elastic membership and the overlap report (examples/ is not built here).
   # Also left out, to fit CI's time: the in-memory algorithm matrices above 5
   # ranks and their 16-rank tree cases (the same code paths as at 2-5 ranks,
   # each instrumented run 5-20 s; the regular ctest job runs them all).
-  local asan_excluded='^(integration\.|torch\.|ddp\.resume\.|ddp\.layouts\.four_ranks|loomrun\.elastic_membership)'
+  local asan_excluded='^(integration\.|torch\.|ddp\.resume\.|ddp\.layouts\.(four_ranks|overlap_report)|loomrun\.elastic_membership)'
   asan_excluded+='|^WorldsAndChunks/.*/n([6-9]|[1-9][0-9])_|^Matrix/TreeTest\..*/\(([6-9]|1[0-9]),'
   timed "asan unit tests" ctest --test-dir "$ASAN_DIR/tests" -E "$asan_excluded" -LE '^engine_full$' -j "$JOBS" \
     --output-on-failure --timeout 600
