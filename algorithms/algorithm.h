@@ -53,6 +53,9 @@ struct AlgoContext {
   // The exchange among all ranks for tiny messages (transport.h), or null;
   // set for the LL protocol only, and on every rank or on none.
   transport::Bulletin* bulletin = nullptr;
+  // Plain shared memory with every other rank (transport.h), or null; set
+  // on every rank or on none, whatever the protocol.
+  transport::SharedWindows* windows = nullptr;
   bool singleHost = true;  // every rank on this host (shared-memory-only algorithms apply)
   // Which ranks share a host (the communicator's, immutable, outlives the
   // call); null: unknown, treated as one host (rank-order rings).

@@ -121,6 +121,15 @@ Cost oneShotCost(const CostQuery& q) {
   return Cost::of({pieces(q.bytes, q.chunkBytes) + contention, (n - 1.0) * q.bytes, (n - 1.0) * q.bytes});
 }
 
+// Windowed all-reduce: two phase ends per round of up to half a window
+// (1 MiB), whatever the rank count; each rank copies (n-1)/n of the vector
+// in and out and folds its slice of all n inputs.
+Cost windowAllReduceCost(const CostQuery& q) {
+  const int n = q.nranks;
+  const double moved = 1.0 * (n - 1) / n * q.bytes;
+  return Cost::of({2.0 * pieces(q.bytes, 1024.0 * 1024.0), 2.0 * moved, moved});
+}
+
 Cost deterministicAllReduceCost(const CostQuery& q) {
   return Cost::of(deterministic(q.nranks, q.bytes, q.chunkBytes, true));
 }

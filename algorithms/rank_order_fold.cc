@@ -6,6 +6,21 @@
 
 namespace loom::algo {
 
+void foldInRankOrder(const Reduction& red, const std::byte* const* x, void* dst, size_t count) {
+  const int n = red.nranks;
+  if (n == 1) {
+    kernels::finalize(red.dtype, red.op, n, dst, x[0], count);
+    return;
+  }
+  if (n == 2) {
+    kernels::reduceFinal(red.dtype, red.op, n, dst, x[0], x[1], count);
+    return;
+  }
+  kernels::reduce(red.dtype, red.op, dst, x[0], x[1], count);
+  for (int q = 2; q < n - 1; ++q) kernels::reduce(red.dtype, red.op, dst, dst, x[q], count);
+  kernels::reduceFinal(red.dtype, red.op, n, dst, dst, x[n - 1], count);  // sum, round, divide
+}
+
 Status RankOrderFold::take(int peer, size_t bytes, const std::byte** data) {
   if (bulletin_) {
     // At most two pieces are live at once (x_0 and x_1), so halves alternate.

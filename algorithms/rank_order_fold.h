@@ -12,6 +12,12 @@
 
 namespace loom::algo {
 
+// The same fold over pieces that are all at hand: dst <- finalize(((x[0]
+// (op) x[1]) (op) x[2]) ... (op) x[n-1]), n = red.nranks, `count` (>= 1)
+// elements each. dst may be x[0] or x[1] exactly, and must not overlap any
+// later piece.
+void foldInRankOrder(const Reduction& red, const std::byte* const* x, void* dst, size_t count);
+
 class RankOrderFold {
  public:
   RankOrderFold(const AlgoContext& ctx, Reduction red) : ctx_(ctx), red_(red) {}

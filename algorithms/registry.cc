@@ -8,6 +8,7 @@
 #include "algorithms/recursive_doubling.h"
 #include "algorithms/ring.h"
 #include "algorithms/tree.h"
+#include "algorithms/window_allreduce.h"
 
 namespace loom::algo {
 namespace {
@@ -38,6 +39,8 @@ const std::vector<AlgorithmInfo>& allAlgorithms() {
       {.name = "deterministic", .type = CollType::kReduceScatter, .run = deterministicReduceScatter,
        .cost = deterministicReduceScatterCost, .deterministic = true},
       {.name = "tree", .type = CollType::kAllReduce, .run = treeAllReduce, .cost = doubleBinaryTreeCost},
+      {.name = "window", .type = CollType::kAllReduce, .run = windowAllReduce, .cost = windowAllReduceCost,
+       .applies = windowAllReduceApplies, .protocols = protocolBit(transport::Protocol::kSimple)},
       {.name = "tree", .type = CollType::kBroadcast, .run = treeBroadcast, .cost = treeBroadcastCost},
       {.name = "tree", .type = CollType::kReduce, .run = treeReduce, .cost = treeReduceCost},
       // Two-level all-reduce across hosts (two or more hosts, equal ranks per host).

@@ -15,9 +15,10 @@ Subgroup::Subgroup(const AlgoContext& parent, const std::vector<int>& members, b
   ctx_.links = &links_;
   ctx_.singleHost = singleHost;
   ctx_.hosts = nullptr;
-  // The bulletin's rounds involve every rank of the communicator; a subset
-  // posting alone would break its round contract.
+  // The bulletin's rounds and the windows' phases involve every rank of the
+  // communicator; a subset posting alone would break their contracts.
   ctx_.bulletin = nullptr;
+  ctx_.windows = nullptr;
 }
 
 std::string Subgroup::describe() const {

@@ -107,6 +107,39 @@ class Bulletin {
   virtual bool peersStarted(uint64_t seq) const = 0;
 };
 
+// Plain shared memory among every rank of the communicator, for algorithms
+// that read their peers' data in place instead of passing it along links
+// (windowed all-reduce: each rank reduces one slice straight out of every
+// peer's copy). Each rank owns one window that it alone writes and every
+// other rank reads; the ranks move through numbered phases together.
+//
+// Contract: within a phase a rank writes only its own window and reads only
+// what its peers wrote in earlier phases. arrive() ends the phase: it
+// publishes that this rank's writes are done and waits until every other rank
+// has ended the same phase. So after it returns, every rank's writes of the
+// phase are visible here, and every read of the phases before it is over.
+// Bytes written in phase k may thus be read in phase k+1 and rewritten from
+// phase k+2 on (the peers may read them while the next phase runs). Phases
+// are counted alike on every rank (each rank arrives once per phase, in the
+// same order of calls).
+//
+// Threading: one thread drives the windows at a time (the communicator's executor).
+class SharedWindows {
+ public:
+  virtual ~SharedWindows() = default;
+  // Each window's size in bytes.
+  virtual size_t bytes() const = 0;
+  virtual std::byte* own() = 0;
+  // `rank`'s window, as mapped here (own() for this rank).
+  virtual const std::byte* of(int rank) const = 0;
+  // Ends the phase as above. `tag` says what the phase was (e.g. its byte
+  // count): a peer that passed another tag is in another collective, and
+  // the call fails naming both ranks rather than mixing the two.
+  virtual Status arrive(uint64_t tag, const WaitContext& wait) = 0;
+  // Phases this rank has ended: the same on every rank between calls.
+  virtual uint64_t phasesEnded() const = 0;
+};
+
 // Everything a transport needs while connecting a communicator.
 struct SetupContext {
   int rank = 0;
@@ -142,6 +175,9 @@ class Transport {
   // The bulletin exchange with every other rank of the communicator, or null
   // if this backend does not serve them all or has none. Valid after connect().
   virtual Bulletin* bulletin() { return nullptr; }
+  // Shared windows with every other rank of the communicator, or null, as
+  // for bulletin(). Valid after connect().
+  virtual SharedWindows* windows() { return nullptr; }
 };
 
 // A backend in the compile-time registry (src/comm/transport_registry.cc).

@@ -50,7 +50,7 @@ constexpr const char* kUsage =
     "  --algo-column           add a last column naming the algorithm that ran (as Loom reports it)\n"
     "  --algos <list>          compare algorithms in one run instead of the table above: one\n"
     "                          communicator per name (LOOM_ALGO set to it; auto: unset), measured\n"
-    "                          interleaved at each size (names: ring,tree,hd,rd,oneshot,chain,\n"
+    "                          interleaved at each size (names: ring,tree,hd,rd,oneshot,window,chain,\n"
     "                          deterministic,auto; /simple or /ll forces the protocol too, as\n"
     "                          LOOM_PROTO; e.g. --algos ring,tree,hd,rd,oneshot,auto or ring/ll,auto)\n"
     "  --reps <n>              --algos: rounds per size, each timing -n iterations of every\n"
@@ -302,7 +302,9 @@ bool parseAlgoList(const char* text, std::vector<std::string>* algos, std::strin
     bool known = false;
     for (const char* k : kAlgoNames) known = known || algo == k;
     if (!known) {
-      *why = "unknown algorithm '" + algo + "' (known: ring, tree, hd, rd, oneshot, chain, deterministic, auto)";
+      std::string list;
+      for (const char* k : kAlgoNames) list += std::string(list.empty() ? "" : ", ") + k;
+      *why = "unknown algorithm '" + algo + "' (known: " + list + ")";
       return false;
     }
     if (slash != std::string::npos) {

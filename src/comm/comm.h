@@ -134,7 +134,7 @@ class Communicator {
   // Builds the LL link table (if every transport in use supports LL) and
   // notes whether all peers share this host.
   void connectProtocols(const std::vector<transport::Transport*>& inUse);
-  // Sets bulletin_ if every rank has one from a single backend (collective).
+  // Sets bulletin_ and windows_ where every rank has them from a single backend (collective).
   Status agreeOnBulletin(const std::vector<transport::Transport*>& inUse);
   // Per registry backend: the peers it serves for this rank, and whether it
   // serves any pair of the communicator (transport_policy.h).
@@ -230,6 +230,7 @@ class Communicator {
   // The tiny-message exchange among all ranks (transport.h), for LL one-shot
   // all-reduce; null unless every rank has one, so all take the same path.
   transport::Bulletin* bulletin_ = nullptr;
+  transport::SharedWindows* windows_ = nullptr;  // the same for the shared windows
   bool singleHost_ = true;   // every peer on this host
   std::unique_ptr<const algo::HostLayout> hostLayout_;  // from the peer table, for AlgoContext::hosts
   std::atomic<bool> abort_{false};

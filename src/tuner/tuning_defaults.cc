@@ -14,7 +14,7 @@
 //                       oneshot/Simple <= 64 KiB, rd/Simple <= 256 KiB, then tree/Simple
 //   all-reduce 4 ranks: oneshot/LL <= 256 B, oneshot/Simple <= 2 KiB,
 //                       rd/Simple <= 64 KiB, hd/Simple at 128 KiB,
-//                       ring/Simple <= 32 MiB, then tree/Simple
+//                       window/Simple <= 32 MiB, then tree/Simple
 //   broadcast, reduce 2 ranks: chain/LL <= 512 B, then chain/Simple
 //   broadcast, reduce 4 ranks: tree/LL <= 1 KiB, tree/Simple <= 8 KiB, then chain/Simple
 // A LOOM_TUNING_FILE written by perf/tune.sh on a quiet machine overrides them.
@@ -115,6 +115,19 @@ allreduce  tree     ll      4  120   0.3
 # us) while one-shot kept 2 KiB (6.0 vs 7.1 us): a lower step cost for rd
 # puts the crossover near 3 KiB and leaves rd's upper end (64 KiB) in place.
 allreduce  rd  simple  4  9.6  0.8
+
+# The windowed all-reduce (algorithms/window_allreduce.h) ends two phases
+# per round of 1 MiB, each waiting for all peers at once, where the ring
+# makes 2(n-1) hand-offs per chunk. Interleaved, 4 ranks on 2 cores (medians
+# of 5-7 rounds, 2026-11-27), window against the best other: 4 KiB 20.1 vs
+# oneshot 18.0 us, 16 KiB 21.8 vs oneshot 25.3, 64 KiB 38.8 vs oneshot 69.3
+# (ring 93), 256 KiB 140 vs hd 169, 1 MiB 700 vs ring 915, 4 MiB 2667 vs
+# ring/tree 3480; 16-64 MiB within 6% of the ring. So a phase end costs
+# about 10 us here, and the bytes move at the ring's pace. At 2 ranks it
+# was never clearly ahead (1 MiB 243 vs tree 224 us, 64 MiB 20.0 vs 18.0
+# ms): a lower bandwidth there leaves it to the online tuner where close.
+allreduce  window  simple  *  10   0.8  8
+allreduce  window  simple  2  1.0  7.5  8
 
 # Halving-doubling changes partner every step; at 4 ranks its large-buffer
 # times were 2-10x the ring's (1 MiB: 13.8 ms vs 1.6 ms). At 128 KiB,

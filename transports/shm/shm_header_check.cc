@@ -28,6 +28,7 @@ Result<SegmentGeometry> checkSegmentHeader(const SegmentHeader& header, const Pe
                    g.llSlotStride == header.llSlotStride && g.llOffset == header.llOffset &&
                    g.bulletinOffset == header.bulletinOffset && g.bulletinCapacity == header.bulletinCapacity &&
                    g.bulletinStride == header.bulletinStride && g.bulletinBytes == header.bulletinBytes &&
+                   g.windowOffset == header.windowOffset && g.windowBytes == header.windowBytes &&
                    g.totalBytes <= expect.fileBytes,
                Code::kSystemError, "shm: segment %s of peer rank %d has an inconsistent size", path, peer);
   return g;

@@ -9,10 +9,16 @@
 //   entry.offset + llOffset + 4K     LL slot 0 | ... | LL slot (llSlots-1)  (llSlotStride apart)
 //   bulletinOffset      BulletinControl (one page): the owner's signal line
 //   bulletinOffset + 4K bulletin buffer 0 | ... | buffer 7  (bulletinStride apart)
+//   windowOffset        WindowControl (one page): the owner's phase line
+//   windowOffset + 4K   the shared window (windowBytes), plain data
 //
 // The bulletin (shm_bulletin.h) is the one part the owner writes and its
 // peers read: the owner's message of round k, in LL lines (a header line
 // with the byte count, then one line per 4 payload bytes), in buffer k mod 8.
+// The window (shm_windows.h) is the same kind: written by its owner, read by
+// its peers, as plain bytes whose phases its control page counts. Pages of a
+// segment are allocated on first touch, so a window that no collective uses
+// costs no memory.
 //
 // An LL slot is an array of 8-byte lines (see shm_ll_connection.h): one
 // header line, then one line per 4 payload bytes.
@@ -33,7 +39,7 @@
 namespace loom::transport::shm {
 
 constexpr uint64_t kSegmentMagic = 0x4d48534d4f4f4cull;  // "LOOMSHM"
-constexpr uint32_t kLayoutVersion = 3;  // 2: LL FIFOs after each Simple FIFO; 3: the bulletin at the end
+constexpr uint32_t kLayoutVersion = 4;  // 2: LL FIFOs after each Simple FIFO; 3: the bulletin; 4: the window
 constexpr size_t kPageBytes = 4096;
 constexpr size_t kCacheLineBytes = 64;
 // The control page holds the two cache lines below plus one byte count per slot.
@@ -62,6 +68,12 @@ constexpr uint32_t kLLFlagPeriod = 0xffffffffu;  // flags 1 .. 2^32-1 (0 is zero
 // with 2 buffers, 2.1 us with 8).
 constexpr uint64_t kBulletinCapacityBytes = 4096;
 constexpr uint32_t kBulletinBuffers = 8;
+
+// The shared window: a windowed all-reduce moves half of it per round (two
+// phase ends each; rounds alternate halves). 1 MiB rounds hold the sizes
+// where the ring's 2(n-1) lockstep steps cost most next to two phase ends
+// (64 KiB-1 MiB at 4 ranks) in one round.
+constexpr uint64_t kWindowBytes = 2 * 1024 * 1024;
 
 constexpr size_t roundUp(size_t value, size_t multiple) {
   return (value + multiple - 1) / multiple * multiple;
@@ -94,6 +106,8 @@ struct SegmentHeader {
   uint64_t bulletinCapacity;  // message bytes (a multiple of 4)
   uint64_t bulletinStride;    // distance between its buffers
   uint64_t bulletinBytes;     // control page + the buffers, page multiple
+  uint64_t windowOffset;      // from the segment start, page aligned, after the bulletin
+  uint64_t windowBytes;       // the window's data bytes (its control page comes first)
 
   FifoEntry* entries() { return reinterpret_cast<FifoEntry*>(this + 1); }
   const FifoEntry* entries() const { return reinterpret_cast<const FifoEntry*>(this + 1); }
@@ -138,9 +152,22 @@ struct BulletinControl {
   alignas(kCacheLineBytes) std::atomic<uint64_t> started{0};
 };
 
+// A window's phase count. The owner writes `phase` (after the tag of that
+// phase, in tags[phase % 2]) once per phase end; readers poll it. A reader
+// lags at most one phase behind the owner, which cannot end phase k+1 before
+// every reader has ended phase k, so the tag of the phase a reader checks is
+// never overwritten under it.
+struct WindowControl {
+  alignas(kCacheLineBytes) std::atomic<uint64_t> phase{0};
+  std::atomic<uint64_t> tags[2] = {0, 0};
+  // Notified after phase advances; written by readers only when they go to sleep.
+  alignas(kCacheLineBytes) WaitSignal arrived;
+};
+
 static_assert(sizeof(FifoControl) <= kPageBytes, "FIFO control block must fit one page");
 static_assert(sizeof(LLFifoControl) <= kPageBytes, "LL FIFO control block must fit one page");
 static_assert(sizeof(BulletinControl) <= kPageBytes, "bulletin control block must fit one page");
+static_assert(sizeof(WindowControl) <= kPageBytes, "window control block must fit one page");
 static_assert(std::atomic<uint64_t>::is_always_lock_free, "shared-memory counters must be lock free");
 static_assert(std::atomic<uint32_t>::is_always_lock_free, "shared-memory signals must be lock free");
 
@@ -158,6 +185,8 @@ struct SegmentGeometry {
   uint64_t bulletinCapacity = 0;
   uint64_t bulletinStride = 0;
   uint64_t bulletinBytes = 0;
+  uint64_t windowOffset = 0;
+  uint64_t windowBytes = 0;
   uint64_t headerBytes = 0;
   uint64_t totalBytes = 0;
 
@@ -182,7 +211,9 @@ struct SegmentGeometry {
     g.bulletinCapacity = kBulletinCapacityBytes;
     g.bulletinStride = roundUp((1 + g.bulletinCapacity / kLLPayloadPerLine) * kLLLineBytes, kCacheLineBytes);
     g.bulletinBytes = roundUp(kPageBytes + kBulletinBuffers * g.bulletinStride, kPageBytes);
-    g.totalBytes = g.bulletinOffset + g.bulletinBytes;
+    g.windowOffset = g.bulletinOffset + g.bulletinBytes;
+    g.windowBytes = kWindowBytes;
+    g.totalBytes = g.windowOffset + kPageBytes + g.windowBytes;
     return g;
   }
 };
@@ -208,6 +239,8 @@ inline SegmentHeader makeSegmentHeader(const SegmentGeometry& g, int32_t ownerRa
   h.bulletinCapacity = g.bulletinCapacity;
   h.bulletinStride = g.bulletinStride;
   h.bulletinBytes = g.bulletinBytes;
+  h.windowOffset = g.windowOffset;
+  h.windowBytes = g.windowBytes;
   return h;
 }
 

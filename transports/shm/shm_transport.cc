@@ -15,6 +15,7 @@
 #include "transports/shm/shm_layout.h"
 #include "transports/shm/shm_ll_connection.h"
 #include "transports/shm/shm_segment.h"
+#include "transports/shm/shm_windows.h"
 #include "transports/shm/peer_monitor.h"
 
 namespace loom::transport::shm {
@@ -34,6 +35,7 @@ class ShmTransport final : public Transport {
   RecvConnection& recvFrom(int peer, Protocol proto) override;
   PeerHealth* health() override { return connected_ ? monitor_.get() : nullptr; }
   Bulletin* bulletin() override { return connected_ ? bulletin_.get() : nullptr; }
+  SharedWindows* windows() override { return connected_ ? windows_.get() : nullptr; }
 
  private:
   Status validate(const SetupContext& ctx, const std::vector<int>& peers) const;
@@ -62,6 +64,9 @@ class ShmTransport final : public Transport {
   // bulletin exists only when this transport serves every other rank.
   std::vector<BulletinView> bulletinViews_;
   std::unique_ptr<ShmBulletin> bulletin_;
+  // The same for the shared windows.
+  std::vector<WindowView> windowViews_;
+  std::unique_ptr<ShmWindows> windows_;
 };
 
 Status ShmTransport::validate(const SetupContext& ctx, const std::vector<int>& peers) const {
@@ -108,6 +113,8 @@ Status ShmTransport::createOwnSegment(const SetupContext& ctx) {
   std::byte* bulletin = ownMapping_.data() + g.bulletinOffset;
   bulletinViews_[ctx.rank] = BulletinView{new (bulletin) BulletinControl{}, bulletin + kPageBytes, g.bulletinStride,
                                           g.bulletinCapacity};
+  std::byte* window = ownMapping_.data() + g.windowOffset;
+  windowViews_[ctx.rank] = WindowView{new (window) WindowControl{}, window + kPageBytes, g.windowBytes};
   LOOM_INFO(ctx.log, kSubsysTransport,
             "shm: created %s (%u inbound FIFOs x (%u slots x %llu bytes + LL %u x %llu bytes), %llu bytes)",
             own_.path().c_str(), fifoCount, g.slots, static_cast<unsigned long long>(g.chunkBytes), g.llSlots,
@@ -158,6 +165,13 @@ Status ShmTransport::connectToPeer(const SetupContext& ctx, int peer) {
   bulletinViews_[peer] = BulletinView{reinterpret_cast<BulletinControl*>(bulletin), bulletin + kPageBytes,
                                       g.bulletinStride, g.bulletinCapacity};
   peerMappings_.push_back(std::move(bulletinMap).value());
+  // The peer's window, read here (its control page is written too, by a
+  // reader that goes to sleep on its signal).
+  Result<Mapping> windowMap = mapRange(fd->get(), g.windowOffset, kPageBytes + g.windowBytes, true, where, peer);
+  if (!windowMap.isOk()) return windowMap.status();
+  std::byte* window = windowMap->data();
+  windowViews_[peer] = WindowView{reinterpret_cast<WindowControl*>(window), window + kPageBytes, g.windowBytes};
+  peerMappings_.push_back(std::move(windowMap).value());
   return Status::ok();
 }
 
@@ -207,6 +221,7 @@ Status ShmTransport::connect(const SetupContext& ctx, const std::vector<int>& pe
     std::sort(peers_.begin(), peers_.end());
     clearConnections();
     bulletinViews_.assign(ctx.nranks, BulletinView{});
+    windowViews_.assign(ctx.nranks, WindowView{});
     for (int p = 0; p < kNumProtocols; ++p) {
       send_[p].resize(ctx.nranks);
       recv_[p].resize(ctx.nranks);
@@ -233,6 +248,7 @@ Status ShmTransport::connect(const SetupContext& ctx, const std::vector<int>& pe
   if (!status.isOk()) {
     monitor_.reset();
     bulletinViews_.clear();
+    windowViews_.clear();
     clearConnections();
     peerMappings_.clear();
     ownMapping_.reset();
@@ -245,8 +261,10 @@ Status ShmTransport::connect(const SetupContext& ctx, const std::vector<int>& pe
       if (!recv_[p][r]) recv_[p][r] = std::make_unique<UnconnectedRecv>(why);
     }
   }
-  if (!peers_.empty() && static_cast<int>(peers_.size()) == ctx.nranks - 1)
+  if (!peers_.empty() && static_cast<int>(peers_.size()) == ctx.nranks - 1) {
     bulletin_ = std::make_unique<ShmBulletin>(ctx.rank, bulletinViews_);
+    windows_ = std::make_unique<ShmWindows>(ctx.rank, windowViews_);
+  }
   connected_ = true;
   return Status::ok();
 }

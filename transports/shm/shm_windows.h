@@ -1,0 +1,42 @@
+// The shared-memory windows (transport.h's SharedWindows): every rank's
+// window lives in its own segment after a control page holding its phase
+// count. A phase end is one release store of the owner's count plus a poll
+// of each peer's, so it costs a cache-line hand-off per peer and nothing to
+// give back; the data itself is never copied by the transport.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "transports/shm/shm_layout.h"
+#include "transports/transport.h"
+
+namespace loom::transport::shm {
+
+// Where one rank's window lives in the caller's address space.
+struct WindowView {
+  WindowControl* control = nullptr;  // null: this rank's window is not mapped here
+  std::byte* data = nullptr;
+  uint64_t bytes = 0;
+};
+
+class ShmWindows final : public SharedWindows {
+ public:
+  // `views` is indexed by rank; every rank's must be mapped.
+  ShmWindows(int selfRank, std::vector<WindowView> views);
+
+  size_t bytes() const override { return static_cast<size_t>(views_[selfRank_].bytes); }
+  std::byte* own() override { return views_[selfRank_].data; }
+  const std::byte* of(int rank) const override;
+  Status arrive(uint64_t tag, const WaitContext& wait) override;
+  uint64_t phasesEnded() const override { return phases_; }
+
+ private:
+  int selfRank_;
+  std::vector<WindowView> views_;
+  uint64_t phases_ = 0;  // phases this rank has ended
+  Status misuse_;
+};
+
+}  // namespace loom::transport::shm
