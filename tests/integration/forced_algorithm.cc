@@ -16,6 +16,7 @@ enum class Limit {
   kNone,
   kOneChunk,    // rd: the whole vector fits one chunk of the protocol in use
   kOneShotMax,  // oneshot: at most kOneShotMaxBytes (64 KiB) on one host
+  kSimpleOnly,  // window: any size, Simple protocol only (it moves nothing over links)
 };
 struct AlgorithmLimits {
   const char* name;
@@ -28,6 +29,7 @@ constexpr AlgorithmLimits kAlgorithms[] = {
     {"hd", {true, false, false, false, false}, Limit::kNone},
     {"tree", {true, true, true, false, false}, Limit::kNone},
     {"oneshot", {true, false, false, false, false}, Limit::kOneShotMax},
+    {"window", {true, false, false, false, false}, Limit::kSimpleOnly},
     {"chain", {false, true, true, false, false}, Limit::kNone},
     {"deterministic", {true, false, true, true, false}, Limit::kNone},
 };
@@ -77,7 +79,7 @@ bool ForcedAlgorithm::parseEnvironment(size_t chunkBytes, std::string* error) {
     algo_ = lowerCase(v);
     if (!findAlgorithm(algo_)) {
       *error = std::string("LOOM_ALGO=") + v +
-               ": collectives_test checks only one algorithm name (ring, rd, hd, tree, oneshot, chain, "
+               ": collectives_test checks only one algorithm name (ring, rd, hd, tree, oneshot, window, chain, "
                "deterministic); add the algorithm's limits to tests/integration/forced_algorithm.cc";
       return false;
     }
@@ -115,6 +117,7 @@ bool ForcedAlgorithm::canRun(const std::string& algo, const CaseSpec& spec) cons
     case Limit::kNone: return true;
     case Limit::kOneChunk: return bytes <= chunkBytesOfProto();
     case Limit::kOneShotMax: return bytes <= kOneShotMaxBytes;
+    case Limit::kSimpleOnly: return proto_ != "LL";
   }
   return false;
 }
