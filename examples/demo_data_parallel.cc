@@ -26,6 +26,7 @@ DataParallelOptimizer::DataParallelOptimizer(const DemoOptions& o, loomComm_t dp
     d.bucketCapBytes = static_cast<size_t>(o.bucketCapMb * (1 << 20));
     d.firstBucketCapBytes = std::min(d.firstBucketCapBytes, d.bucketCapBytes);
     d.lastBucketCapBytes = static_cast<size_t>(o.lastBucketCapMb * (1 << 20));
+    d.closeAfterBytes = static_cast<size_t>(o.closeAfterMb * (1 << 20));
     d.overlap = o.overlap;
     d.hook = o.hook;
     ddp_ = std::make_unique<ddp::DistributedDataParallel>(dp, store, d);
@@ -119,9 +120,10 @@ std::string DataParallelOptimizer::describe() const {
     char line[200];
     const double lastMiB = static_cast<double>(ddp_->buckets().empty() ? 0 : ddp_->buckets().back().size) *
                            sizeof(float) / (1 << 20);
-    std::snprintf(line, sizeof(line), "; DDP %zu bucket%s (cap %g MiB, first %g MiB, last %.2f MiB), overlap %s, hook %s",
+    std::snprintf(line, sizeof(line),
+                  "; DDP %zu bucket%s (cap %g MiB, first %g MiB, last %.2f MiB, close after %g MiB), overlap %s, hook %s",
                   ddp_->buckets().size(), ddp_->buckets().size() == 1 ? "" : "s", o_.bucketCapMb,
-                  std::min(o_.bucketCapMb, 1.0), lastMiB, o_.overlap ? "on" : "off", hookName(o_.hook));
+                  std::min(o_.bucketCapMb, 1.0), lastMiB, o_.closeAfterMb, o_.overlap ? "on" : "off", hookName(o_.hook));
     text += line;
   }
   return text;

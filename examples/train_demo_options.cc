@@ -137,6 +137,7 @@ DemoOptions parseDemoOptions(int argc, char** argv) {
     else if (arg == "--micro-batches") o.microBatches = parseUnsigned(arg, next(), 1, 1u << 20);
     else if (arg == "--bucket-cap-mb") o.bucketCapMb = parsePositive(arg, next());
     else if (arg == "--last-bucket-cap-mb") o.lastBucketCapMb = parseNonNegative(arg, next());
+    else if (arg == "--close-after-mb") o.closeAfterMb = parseNonNegative(arg, next());
     else if (arg == "--no-overlap") o.overlap = false;
     else if (arg == "--fp16-hook") o.hook = ddp::CommHook::kFp16Compress;
     else if (arg == "--bf16-hook") o.hook = ddp::CommHook::kBf16Compress;
@@ -188,6 +189,8 @@ bucketed, overlapped gradient all-reduce, or ZeRO), printing one line per epoch.
   --bucket-cap-mb X     DDP bucket cap (25; the first bucket is 1 MiB)
   --last-bucket-cap-mb X   cap of the last bucket, whose all-reduce waits for the end
                         of backward (1; 0: no separate cap, PyTorch's plan)
+  --close-after-mb X    a parameter of X MiB or more closes its bucket, so its all-reduce
+                        starts before the next layer's input gradient (1; 0: caps only)
   --no-overlap          all-reduce only after backward (baseline for the overlap share)
   --fp16-hook, --bf16-hook   compress gradients to 16 bits for the all-reduce
   --checkpoint-dir D    rank 0 writes checkpoints there; a run resumes from the latest

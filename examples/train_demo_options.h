@@ -32,6 +32,7 @@ struct DemoOptions {
   size_t microBatches = 4;  // per pipeline step (--pp)
   double bucketCapMb = 25.0;
   double lastBucketCapMb = 1.0;  // 0: no separate last bucket (PyTorch's plan)
+  double closeAfterMb = 1.0;     // a parameter this large closes its bucket (0: only caps close buckets)
   bool overlap = true;
   ddp::CommHook hook = ddp::CommHook::kNone;
   std::string checkpointDir;  // empty: no checkpoints, no resume

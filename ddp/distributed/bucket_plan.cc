@@ -6,9 +6,10 @@ namespace loom::ddp {
 namespace {
 
 // Parameters [begin, end) in reverse order, filled greedily: the first
-// bucket capped at firstCap elements, the others at cap.
+// bucket capped at firstCap elements, the others at cap; a parameter of at
+// least closeAfter elements (0: none) closes its bucket.
 void planRange(const ParameterStore& store, size_t begin, size_t end, size_t firstCap, size_t cap,
-               std::vector<BucketRange>& buckets) {
+               size_t closeAfter, std::vector<BucketRange>& buckets) {
   const size_t before = buckets.size();
   BucketRange current;
   bool open = false;
@@ -27,6 +28,10 @@ void planRange(const ParameterStore& store, size_t begin, size_t end, size_t fir
     current.firstParam = i;
     current.offset = p.offset;
     current.size += p.size;
+    if (closeAfter > 0 && p.size >= closeAfter) {
+      buckets.push_back(current);
+      open = false;
+    }
   }
   if (open) buckets.push_back(current);
 }
@@ -34,13 +39,15 @@ void planRange(const ParameterStore& store, size_t begin, size_t end, size_t fir
 }  // namespace
 
 std::vector<BucketRange> planBuckets(const ParameterStore& store, size_t firstBucketCapBytes,
-                                     size_t bucketCapBytes, size_t lastBucketCapBytes) {
+                                     size_t bucketCapBytes, size_t lastBucketCapBytes, size_t closeAfterBytes) {
   if (firstBucketCapBytes == 0) throw std::invalid_argument("planBuckets: firstBucketCapBytes is 0");
   if (bucketCapBytes == 0) throw std::invalid_argument("planBuckets: bucketCapBytes is 0");
   std::vector<BucketRange> buckets;
   const size_t count = store.count();
   if (count == 0) return buckets;
   const size_t firstCap = firstBucketCapBytes / sizeof(float), cap = bucketCapBytes / sizeof(float);
+  // Rounded up: a parameter of closeAfterBytes closes its bucket, whatever the remainder.
+  const size_t closeAfter = (closeAfterBytes + sizeof(float) - 1) / sizeof(float);
 
   // The tail: parameters [0, tailEnd), as many as fit the last cap (at least one).
   size_t tailEnd = count;
@@ -51,11 +58,12 @@ std::vector<BucketRange> planBuckets(const ParameterStore& store, size_t firstBu
     while (tailEnd < count && size + store.info(tailEnd).size <= lastCap) size += store.info(tailEnd++).size;
   }
   if (tailEnd == count) {  // no last cap, or every parameter fits it
-    planRange(store, 0, count, firstCap, cap, buckets);
+    planRange(store, 0, count, firstCap, cap, closeAfter, buckets);
     return buckets;
   }
-  planRange(store, tailEnd, count, firstCap, cap, buckets);
-  planRange(store, 0, tailEnd, lastBucketCapBytes / sizeof(float), cap, buckets);  // one bucket: it all fits
+  planRange(store, tailEnd, count, firstCap, cap, closeAfter, buckets);
+  // One bucket: it all fits, and it is the last, so nothing waits behind it.
+  planRange(store, 0, tailEnd, lastBucketCapBytes / sizeof(float), cap, 0, buckets);
   return buckets;
 }
 

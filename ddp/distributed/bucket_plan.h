@@ -14,6 +14,16 @@
 // first-registered parameters that fit it (at least parameter 0), and the
 // others are planned as before.
 //
+// Optionally a large parameter closes its bucket. In a layered model the
+// gradient after a layer's weight comes only once backward has computed
+// that layer's input gradient, about as long as computing the weight's own
+// gradient. A bucket left open for that small next parameter (for an MLP,
+// the bias of the layer below) would hold the weight's all-reduce back by
+// that whole time, a time in which it could have run; with every large
+// weight closing its bucket, it starts as soon as its gradient is final.
+// The price is one call more per large parameter, each still large enough
+// to run at full bandwidth.
+//
 // "Cap" here is a true upper bound: a bucket is closed before a parameter
 // that would push it past its cap, unless the bucket is empty (a single
 // parameter larger than the cap gets a bucket of its own). PyTorch instead
@@ -43,8 +53,12 @@ struct BucketRange {
 // otherwise). lastBucketCapBytes 0 plans no separate last bucket (PyTorch's
 // plan); otherwise the last bucket is capped by it, unless every parameter
 // would fit it (a model that small gets the plan without a last cap: one
-// bucket more would only add a call).
+// bucket more would only add a call). closeAfterBytes 0 closes buckets only
+// at their caps; otherwise a parameter of at least that many bytes also
+// closes its bucket (the last bucket, capped by lastBucketCapBytes, stays
+// one).
 std::vector<BucketRange> planBuckets(const ParameterStore& store, size_t firstBucketCapBytes,
-                                     size_t bucketCapBytes, size_t lastBucketCapBytes = 0);
+                                     size_t bucketCapBytes, size_t lastBucketCapBytes = 0,
+                                     size_t closeAfterBytes = 0);
 
 }  // namespace loom::ddp

@@ -54,7 +54,8 @@ DistributedDataParallel::DistributedDataParallel(loomComm_t comm, ParameterStore
   r = loomBroadcast(store.values().data(), store.values().data(), store.totalSize(), loomFloat32, 0, comm, nullptr);
   if (r != loomSuccess) throw std::runtime_error("DistributedDataParallel: broadcast of parameters failed on " + where() + ": " + loomMessage(r, comm));
 
-  buckets_ = planBuckets(store, options.firstBucketCapBytes, options.bucketCapBytes, options.lastBucketCapBytes);
+  buckets_ = planBuckets(store, options.firstBucketCapBytes, options.bucketCapBytes, options.lastBucketCapBytes,
+                         options.closeAfterBytes);
   bucketOfParam_.assign(store.count(), 0);
   state_.resize(buckets_.size());
   for (size_t b = 0; b < buckets_.size(); ++b) {

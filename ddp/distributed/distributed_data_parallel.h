@@ -53,6 +53,11 @@ struct DdpOptions {
   // all-reduce cannot overlap backward (bucket_plan.h): a small one keeps
   // the gradients produced earlier out of that wait.
   size_t lastBucketCapBytes = 0;
+  // 0: buckets close at their caps (PyTorch's plan). Otherwise a parameter of
+  // at least this many bytes closes its bucket, so a large weight's
+  // all-reduce need not wait for the next layer's input gradient
+  // (bucket_plan.h).
+  size_t closeAfterBytes = 0;
   // false: nothing is reduced during backward; finishGradientSync launches
   // every bucket and waits (the baseline for the overlap figure).
   bool overlap = true;

@@ -26,6 +26,7 @@ TEST(BucketPlan, DefaultsArePyTorchs) {
   EXPECT_EQ(options.firstBucketCapBytes, 1 * kMiB);
   EXPECT_EQ(options.bucketCapBytes, 25 * kMiB);
   EXPECT_EQ(options.lastBucketCapBytes, 0u) << "PyTorch's plan unless asked";
+  EXPECT_EQ(options.closeAfterBytes, 0u) << "PyTorch's plan unless asked";
   EXPECT_TRUE(options.overlap);
   EXPECT_EQ(options.hook, CommHook::kNone);
 }
@@ -162,6 +163,95 @@ TEST(BucketPlan, RandomLayoutsWithALastCap) {
       EXPECT_EQ(buckets[b].lastParam, expected[b].lastParam + tail) << "trial " << trial << " bucket " << b;
       EXPECT_EQ(buckets[b].size, expected[b].size);
       EXPECT_EQ(buckets[b].offset, store.info(buckets[b].firstParam).offset);
+    }
+  }
+}
+
+// An MLP 784-2048-2048-2048-2048-10 registers w0, b0, w1, b1, ..., w4, b4;
+// backward produces b4 first. With a 1 MiB close-after, each 16 MiB weight
+// closes its bucket instead of waiting for the next layer's bias (which
+// comes only after that layer's input gradient).
+TEST(BucketPlan, CloseAfterLargeParameterHandWorkedExample) {
+  const size_t w = 2048;
+  const std::vector<size_t> sizes = {784 * w, w, w * w, w, w * w, w, w * w, w, w * 10, 10};
+  ParameterStore store = storeOf(sizes);
+  auto ranges = [](const std::vector<BucketRange>& buckets) {
+    std::vector<std::pair<size_t, size_t>> r;
+    for (const BucketRange& b : buckets) r.emplace_back(b.firstParam, b.lastParam);
+    return r;
+  };
+  using Ranges = std::vector<std::pair<size_t, size_t>>;
+  // Caps only: the 16 MiB weights each take the bias below them (16 MiB +
+  // 8 KiB fit 25 MiB); the 1 MiB last cap leaves w0 (6.1 MiB) alone.
+  EXPECT_EQ(ranges(planBuckets(store, 1 * kMiB, 25 * kMiB, 1 * kMiB)),
+            (Ranges{{7, 9}, {5, 6}, {3, 4}, {1, 2}, {0, 0}}));
+  // Closing after 1 MiB: b4 + w4 + b3 (first bucket), then each weight with
+  // the bias produced just before it, b0 alone, w0 last.
+  EXPECT_EQ(ranges(planBuckets(store, 1 * kMiB, 25 * kMiB, 1 * kMiB, 1 * kMiB)),
+            (Ranges{{7, 9}, {6, 6}, {4, 5}, {2, 3}, {1, 1}, {0, 0}}));
+  // Without a last cap, w0 closes nothing (it is the last parameter): b0 + w0.
+  EXPECT_EQ(ranges(planBuckets(store, 1 * kMiB, 25 * kMiB, 0, 1 * kMiB)),
+            (Ranges{{7, 9}, {6, 6}, {4, 5}, {2, 3}, {0, 1}}));
+  // A threshold above every parameter is the plain plan; one of exactly
+  // 16 MiB still closes after each 16 MiB weight.
+  EXPECT_EQ(ranges(planBuckets(store, 1 * kMiB, 25 * kMiB, 1 * kMiB, 17 * kMiB)),
+            ranges(planBuckets(store, 1 * kMiB, 25 * kMiB, 1 * kMiB)));
+  EXPECT_EQ(ranges(planBuckets(store, 1 * kMiB, 25 * kMiB, 1 * kMiB, 16 * kMiB)),
+            (Ranges{{7, 9}, {6, 6}, {4, 5}, {2, 3}, {1, 1}, {0, 0}}));
+}
+
+// The rules, checked on random layouts: buckets cover the parameters in
+// reverse order without gaps; a bucket over its cap holds one parameter; a
+// parameter of at least closeAfter elements is the last one its bucket
+// takes (the lowest index), except in the capped last bucket; and a bucket
+// closes only at such a parameter or because the next one would not fit.
+TEST(BucketPlan, RandomLayoutsCloseAfterLargeParameters) {
+  std::mt19937_64 rng(23);
+  for (int trial = 0; trial < 300; ++trial) {
+    const size_t count = 1 + rng() % 40;
+    std::vector<size_t> sizes(count);
+    for (auto& s : sizes) s = 1 + rng() % (rng() % 4 == 0 ? 5000 : 300);
+    ParameterStore store = storeOf(sizes);
+    const size_t firstCap = 4 * (1 + rng() % 2000), cap = 4 * (1 + rng() % 6000);
+    const size_t lastCap = rng() % 2 ? 0 : 4 * (1 + rng() % 3000);
+    const size_t closeAfter = 1 + rng() % 3000;  // elements
+    const auto buckets = planBuckets(store, firstCap, cap, lastCap, 4 * closeAfter);
+    ASSERT_FALSE(buckets.empty());
+    // The capped last bucket: the longest prefix p0..pk within lastCap (at
+    // least p0), planned apart unless it would hold every parameter.
+    size_t tail = 1, tailSize = sizes[0];
+    while (lastCap > 0 && tail < count && tailSize + sizes[tail] <= lastCap / 4) tailSize += sizes[tail++];
+    const bool separateLast = lastCap > 0 && tail < count;
+    if (separateLast) {
+      EXPECT_EQ(buckets.back().lastParam, tail - 1) << "trial " << trial;
+    }
+    EXPECT_EQ(buckets.back().firstParam, 0u);
+    size_t expectNextLast = count - 1;
+    for (size_t b = 0; b < buckets.size(); ++b) {
+      const auto& k = buckets[b];
+      ASSERT_EQ(k.lastParam, expectNextLast) << "trial " << trial << " bucket " << b;
+      ASSERT_LE(k.firstParam, k.lastParam);
+      size_t size = 0;
+      for (size_t i = k.firstParam; i <= k.lastParam; ++i) size += sizes[i];
+      EXPECT_EQ(k.size, size);
+      EXPECT_EQ(k.offset, store.info(k.firstParam).offset);
+      const bool isLast = b + 1 == buckets.size();
+      const size_t capElements = isLast && separateLast ? lastCap / 4 : (b == 0 ? firstCap : cap) / 4;
+      if (k.firstParam != k.lastParam) {
+        EXPECT_LE(size, capElements) << "trial " << trial << " bucket " << b;
+      }
+      if (!(isLast && separateLast)) {
+        for (size_t i = k.firstParam + 1; i <= k.lastParam; ++i) {
+          EXPECT_LT(sizes[i], closeAfter) << "trial " << trial << " bucket " << b << ": p" << i
+                                          << " is large but did not close its bucket";
+        }
+      }
+      const bool nextIsLastBucket = b + 2 == buckets.size() && separateLast;
+      if (k.firstParam > 0 && !nextIsLastBucket && sizes[k.firstParam] < closeAfter) {
+        EXPECT_GT(size + sizes[k.firstParam - 1], capElements) << "trial " << trial << " bucket " << b
+                                                                << ": closed although the next one fit";
+      }
+      expectNextLast = k.firstParam - 1;
     }
   }
 }
