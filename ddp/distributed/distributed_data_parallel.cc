@@ -206,15 +206,16 @@ void DistributedDataParallel::finishGradientSync() {
   }
   if (!options_.overlap) launchReadyBuckets();
   waitForLaunched();
-  const Clock::time_point finished = Clock::now();
 
   // Union of the buckets' in-flight intervals (launched in order; a bucket
   // may be launched while an earlier one is still running).
-  double comm = 0, tail = 0;
+  double comm = 0, exposed = 0, tail = 0;
   Clock::time_point coveredUntil = Clock::time_point::min();
   for (const BucketState& s : state_) {
     const Clock::time_point start = std::max(s.launched, coveredUntil);
     if (s.done > start) comm += seconds(s.done - start);
+    const Clock::time_point afterBackward = std::max(start, entered);
+    if (s.done > afterBackward) exposed += seconds(s.done - afterBackward);
     // The last bucket's run after finishGradientSync was called: exposed,
     // whatever the other buckets do (see CommStats).
     const Clock::time_point tailStart = std::max(start, entered);
@@ -227,7 +228,7 @@ void DistributedDataParallel::finishGradientSync() {
     std::lock_guard<std::mutex> lock(mu_);
     error = error_;
     stats_.commSeconds += comm;
-    stats_.exposedSeconds += seconds(finished - entered);
+    stats_.exposedSeconds += exposed;
     stats_.windowSeconds += window;
     stats_.tailSeconds += tail;
     ++stats_.steps;

@@ -109,8 +109,10 @@ class DistributedDataParallel {
 
   // For the overlap figure, summed over steps. commSeconds: wall time during
   // which at least one bucket was in flight (launch to done, including
-  // waiting for peers and decompression); exposedSeconds: time
-  // finishGradientSync spent waiting (with overlap off, all of its time).
+  // waiting for peers and decompression); exposedSeconds: the part of it
+  // after finishGradientSync was called, when backward was over (with
+  // overlap off, all of it). The caller's own wake-up after the last bucket
+  // is done is not communication and not counted, so exposed <= comm.
   // hiddenShare() = 1 - exposed/comm, clamped to [0, 1]: the share of
   // communication time that backward hid.
   //
