@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "algorithms/registry.h"
 #include "src/comm/algorithm_selection.h"
 #include "src/tuner/tuner.h"
 #include "tests/unit/tuner/tuner_test_util.h"
@@ -82,6 +83,37 @@ TEST(TunerChoice, AllReduceFollowsTheMeasuredCrossovers) {
                                                  {32 << 20, "ring/Simple"},  {128 << 20, "tree/Simple"}};
   for (const auto& [bytes, want] : four)
     EXPECT_EQ(nameOf(choose(builtinOptions(), 4, CollType::kAllReduce, bytes)), want) << bytes;
+}
+
+// Windows that the tuner only sees exist (it never runs an algorithm).
+class UnusedWindows final : public transport::SharedWindows {
+ public:
+  size_t bytes() const override { return size_t{2} << 20; }
+  std::byte* own() override { return nullptr; }
+  const std::byte* of(int) const override { return nullptr; }
+  Status arrive(uint64_t, const WaitContext&) override { return makeError(Code::kInternalError, "not for running"); }
+  uint64_t phasesEnded() const override { return 0; }
+};
+
+// With shared windows (one host, every rank on shared memory), the real
+// registry and the built-in table: at 4 ranks on 2 cores the windowed
+// all-reduce measured fastest from 16 KiB to 4 MiB and level up to 64 MiB,
+// so the model takes it there; at 2 ranks it never led, and does not.
+TEST(TunerChoice, SharedWindowsTakeTheMidSizesWhenRanksOutnumberCores) {
+  UnusedWindows windows;
+  auto chooseWith = [&](int n, size_t bytes, bool withWindows) {
+    Tuner tuner(builtinOptions(), n, algo::allAlgorithms(), Logger(), nullptr);
+    Contexts ctx(n);
+    ctx.simple.windows = ctx.ll.windows = withWindows ? &windows : nullptr;
+    return nameOf(tuner.choose(callOf(CollType::kAllReduce, bytes), ctx.available()));
+  };
+  for (size_t bytes : {size_t{16} << 10, size_t{64} << 10, size_t{1} << 20, size_t{4} << 20, size_t{32} << 20}) {
+    EXPECT_EQ(chooseWith(4, bytes, true), "window/Simple") << bytes;
+    EXPECT_NE(chooseWith(4, bytes, false), "window/Simple") << bytes;
+  }
+  EXPECT_EQ(chooseWith(4, 8, true), "oneshot/LL");
+  for (size_t bytes : {size_t{64} << 10, size_t{1} << 20, size_t{64} << 20})
+    EXPECT_NE(chooseWith(2, bytes, true), "window/Simple") << bytes;
 }
 
 // With more ranks than cores LL measured slower than Simple for the ring,
