@@ -12,9 +12,10 @@
 // reliably than separate runs on a busy machine. Resulting choices (float, 256 KiB chunks):
 //   all-reduce 2 ranks: oneshot/LL <= 64 B, rd/Simple <= 1 KiB,
 //                       oneshot/Simple <= 64 KiB, rd/Simple <= 256 KiB, then tree/Simple
-//   all-reduce 4 ranks: oneshot/LL <= 256 B, oneshot/Simple <= 2 KiB,
-//                       rd/Simple <= 64 KiB, hd/Simple at 128 KiB,
-//                       window/Simple <= 32 MiB, then tree/Simple
+//   all-reduce 4 ranks: oneshot/LL <= 256 B, oneshot/Simple <= 2 KiB, then
+//                       window/Simple (all ranks on one host's shared memory);
+//                       otherwise rd/Simple <= 64 KiB, hd/Simple at 128 KiB,
+//                       ring/Simple <= 32 MiB, then tree/Simple
 //   broadcast, reduce 2 ranks: chain/LL <= 512 B, then chain/Simple
 //   broadcast, reduce 4 ranks: tree/LL <= 1 KiB, tree/Simple <= 8 KiB, then chain/Simple
 // A LOOM_TUNING_FILE written by perf/tune.sh on a quiet machine overrides them.
