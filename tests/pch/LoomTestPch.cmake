@@ -8,7 +8,8 @@
 # -fPIE (so the owner is an executable like the tests), the -O level and
 # GTEST_HAS_PTHREAD (so it links GTest::gtest like them); a test target
 # whose flags differ compiles correctly without it, and -Winvalid-pch (which
-# CMake adds) says so in the build log.
+# CMake adds) says so in the build log; a target with an -O option of its
+# own is left out.
 #
 # LOOM_TEST_PCH defaults to ON without a compiler launcher (CI's fresh
 # builds) and OFF with one: ccache cannot cache a file compiled against a
@@ -54,6 +55,11 @@ function(loom_use_test_pch dir)
     endif()
     get_target_property(libs ${target} LINK_LIBRARIES)
     if(NOT libs MATCHES "GTest::|loom_test_support")
+      continue()
+    endif()
+    # A target that sets its own -O level would not match the header's.
+    get_target_property(options ${target} COMPILE_OPTIONS)
+    if(options MATCHES "(^|;)-O")
       continue()
     endif()
     get_target_property(sources ${target} SOURCES)
