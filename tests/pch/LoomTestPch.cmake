@@ -33,6 +33,18 @@ function(loom_targets_below dir out)
   set(${out} ${targets} PARENT_SCOPE)
 endfunction()
 
+# The -O options in `target`'s COMPILE_OPTIONS (the folder's included).
+function(loom_optimization_options target out)
+  get_target_property(options ${target} COMPILE_OPTIONS)
+  set(levels "")
+  foreach(option ${options})
+    if(option MATCHES "^-O")
+      list(APPEND levels ${option})
+    endif()
+  endforeach()
+  set(${out} "${levels}" PARENT_SCOPE)
+endfunction()
+
 # Makes every GoogleTest executable defined under `dir` reuse the header:
 # executables that link GTest directly or through loom_test_support and
 # compile only C++.
@@ -46,6 +58,7 @@ function(loom_use_test_pch dir)
     target_precompile_headers(loom_test_pch PRIVATE
       <gtest/gtest.h> <algorithm> <atomic> <chrono> <cstring> <functional> <string> <thread> <vector>)
   endif()
+  loom_optimization_options(loom_test_pch pch_levels)
   loom_targets_below(${dir} targets)
   set(count 0)
   foreach(target ${targets})
@@ -58,8 +71,8 @@ function(loom_use_test_pch dir)
       continue()
     endif()
     # A target that sets its own -O level would not match the header's.
-    get_target_property(options ${target} COMPILE_OPTIONS)
-    if(options MATCHES "(^|;)-O")
+    loom_optimization_options(${target} target_levels)
+    if(NOT target_levels STREQUAL pch_levels)
       continue()
     endif()
     get_target_property(sources ${target} SOURCES)
