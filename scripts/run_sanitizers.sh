@@ -5,7 +5,8 @@
 #   asan: AddressSanitizer + UndefinedBehaviorSanitizer (+ LeakSanitizer) over
 #         every unit and fault test (tests/unit, tests/faults) and a reduced integration matrix:
 #         threads and processes at 1-4 ranks with the default rotating 4M+3
-#         case (tests/sanitizers/CMakeLists.txt). Build: build-asan.
+#         case, and the in-memory ring matrix in one process instead of one
+#         per test (tests/sanitizers/CMakeLists.txt). Build: build-asan.
 #   tsan: ThreadSanitizer over the progress engine (executor, streams, groups,
 #         lifecycle: api_test and the integration suite's Threads tests at 2
 #         and 3 ranks) and the shared-memory transport tests. Build: build-tsan.
