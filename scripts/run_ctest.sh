@@ -13,9 +13,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 tmp="$build_dir/Testing/Temporary"
 rm -f "$tmp/Flaky.log"
 # Exhaustive matrices carry labels of their own (engine_full: the device
-# engine's whole collective x type x op x size matrix); CI runs their sampled
-# versions, which are in the default set.
-(cd "$build_dir" && ctest --output-on-failure -j "$jobs" --timeout 900 -LE '^engine_full$') && exit 0
+# engine's whole collective x type x op x size matrix; integration_full: the
+# integration matrix with 4M+3 for every dtype, op and placement at 1-4
+# ranks); CI runs their sampled versions, which are in the default set.
+(cd "$build_dir" && ctest --output-on-failure -j "$jobs" --timeout 900 -LE '^(engine_full|integration_full)$') && exit 0
 [[ -s $tmp/LastTestsFailed.log ]] || exit 1  # ctest itself failed, not a test
 first_summary=$(bash "$here/ctest_failure_summary.sh" "$build_dir" 30)
 cp "$tmp/LastTestsFailed.log" "$tmp/FirstRunFailed.log"

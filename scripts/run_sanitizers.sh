@@ -5,7 +5,8 @@
 #   asan: AddressSanitizer + UndefinedBehaviorSanitizer (+ LeakSanitizer) over
 #         every unit and fault test (tests/unit, tests/faults) and a reduced integration matrix:
 #         threads and processes at 1-4 ranks with the default rotating 4M+3
-#         case (tests/sanitizers/CMakeLists.txt). Build: build-asan.
+#         case, and the in-memory ring matrix in one process instead of one
+#         per test (tests/sanitizers/CMakeLists.txt). Build: build-asan.
 #   tsan: ThreadSanitizer over the progress engine (executor, streams, groups,
 #         lifecycle: api_test and the integration suite's Threads tests at 2
 #         and 3 ranks) and the shared-memory transport tests. Build: build-tsan.
@@ -88,7 +89,10 @@ run_asan() {
   # each instrumented run 5-20 s; the regular ctest job runs them all).
   local asan_excluded='^(integration\.|torch\.|ddp\.resume\.|ddp\.layouts\.(four_ranks|overlap_report)|loomrun\.elastic_membership)'
   asan_excluded+='|^WorldsAndChunks/.*/n([6-9]|[1-9][0-9])_|^Matrix/TreeTest\..*/\(([6-9]|1[0-9]),'
-  timed "asan unit tests" ctest --test-dir "$ASAN_DIR/tests" -E "$asan_excluded" -LE '^engine_full$' -j "$JOBS" \
+  # The ring matrix runs whole but in one process: the entry
+  # sanitize.algorithms.ring_matrix of "asan integration" (tests/sanitizers).
+  asan_excluded+='|^Matrix/RingTest\.'
+  timed "asan unit tests" ctest --test-dir "$ASAN_DIR/tests" -E "$asan_excluded" -LE '^(engine_full|integration_full)$' -j "$JOBS" \
     --output-on-failure --timeout 600
   timed "asan integration" ctest --test-dir "$ASAN_DIR/tests/sanitizers" -j "$JOBS" --output-on-failure -L sanitize_asan
 }

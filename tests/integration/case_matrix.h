@@ -25,8 +25,8 @@
 // AllGather whose rotation lands on a wider type takes the narrow type
 // {int8, uint8, fp16, bf16}[e % 4] instead. --large-rotation=K adds K to e,
 // so that entries sharing a world size rotate through different cases.
-// With --large-count=all (what the ctest entries use) every (dtype, op,
-// in-place) combination also runs at 4M+3.
+// With --large-count=all (the ctest label integration_full, at 1-4 ranks)
+// every (dtype, op, in-place) combination also runs at 4M+3.
 #pragma once
 
 #include <cstddef>
