@@ -18,6 +18,13 @@ ParameterStore storeOf(const std::vector<size_t>& sizes) {
   return store;
 }
 
+// 1..maxCount parameters of 1-300 elements, a quarter of them up to 5000.
+std::vector<size_t> randomSizes(std::mt19937_64& rng, size_t maxCount) {
+  std::vector<size_t> sizes(1 + rng() % maxCount);
+  for (auto& s : sizes) s = 1 + rng() % (rng() % 4 == 0 ? 5000 : 300);
+  return sizes;
+}
+
 constexpr size_t kMiB = 1u << 20;
 constexpr size_t kFloatsPerMiB = kMiB / sizeof(float);
 
@@ -58,9 +65,8 @@ TEST(BucketPlan, HandWorkedExample) {
 TEST(BucketPlan, RandomLayoutsObeyTheRules) {
   std::mt19937_64 rng(7);
   for (int trial = 0; trial < 200; ++trial) {
-    const size_t count = 1 + rng() % 40;
-    std::vector<size_t> sizes(count);
-    for (auto& s : sizes) s = 1 + rng() % (rng() % 4 == 0 ? 5000 : 300);
+    const std::vector<size_t> sizes = randomSizes(rng, 40);
+    const size_t count = sizes.size();
     ParameterStore store = storeOf(sizes);
     const size_t firstCap = 4 * (1 + rng() % 2000), cap = 4 * (1 + rng() % 6000);
     const auto buckets = planBuckets(store, firstCap, cap);
@@ -133,9 +139,8 @@ TEST(BucketPlan, LastCapCoveringEverythingKeepsThePlainPlan) {
 TEST(BucketPlan, RandomLayoutsWithALastCap) {
   std::mt19937_64 rng(11);
   for (int trial = 0; trial < 200; ++trial) {
-    const size_t count = 1 + rng() % 30;
-    std::vector<size_t> sizes(count);
-    for (auto& s : sizes) s = 1 + rng() % (rng() % 4 == 0 ? 5000 : 300);
+    const std::vector<size_t> sizes = randomSizes(rng, 30);
+    const size_t count = sizes.size();
     ParameterStore store = storeOf(sizes);
     const size_t firstCap = 4 * (1 + rng() % 2000), cap = 4 * (1 + rng() % 6000), lastCap = 4 * (1 + rng() % 3000);
     const auto buckets = planBuckets(store, firstCap, cap, lastCap);
@@ -208,9 +213,8 @@ TEST(BucketPlan, CloseAfterLargeParameterHandWorkedExample) {
 TEST(BucketPlan, RandomLayoutsCloseAfterLargeParameters) {
   std::mt19937_64 rng(23);
   for (int trial = 0; trial < 300; ++trial) {
-    const size_t count = 1 + rng() % 40;
-    std::vector<size_t> sizes(count);
-    for (auto& s : sizes) s = 1 + rng() % (rng() % 4 == 0 ? 5000 : 300);
+    const std::vector<size_t> sizes = randomSizes(rng, 40);
+    const size_t count = sizes.size();
     ParameterStore store = storeOf(sizes);
     const size_t firstCap = 4 * (1 + rng() % 2000), cap = 4 * (1 + rng() % 6000);
     const size_t lastCap = rng() % 2 ? 0 : 4 * (1 + rng() % 3000);
