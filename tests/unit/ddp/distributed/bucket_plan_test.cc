@@ -25,6 +25,14 @@ std::vector<size_t> randomSizes(std::mt19937_64& rng, size_t maxCount) {
   return sizes;
 }
 
+// Each bucket as its (first, last) parameter index.
+using Ranges = std::vector<std::pair<size_t, size_t>>;
+Ranges ranges(const std::vector<BucketRange>& buckets) {
+  Ranges r;
+  for (const BucketRange& b : buckets) r.emplace_back(b.firstParam, b.lastParam);
+  return r;
+}
+
 constexpr size_t kMiB = 1u << 20;
 constexpr size_t kFloatsPerMiB = kMiB / sizeof(float);
 
@@ -104,12 +112,6 @@ TEST(BucketPlan, LastCapHandWorkedExample) {
   const std::vector<size_t> sizes = {3 * kFloatsPerMiB, kFloatsPerMiB / 4, kFloatsPerMiB / 2, big, big,
                                      kFloatsPerMiB / 2};
   ParameterStore store = storeOf(sizes);
-  auto ranges = [](const std::vector<BucketRange>& buckets) {
-    std::vector<std::pair<size_t, size_t>> r;
-    for (const BucketRange& b : buckets) r.emplace_back(b.firstParam, b.lastParam);
-    return r;
-  };
-  using Ranges = std::vector<std::pair<size_t, size_t>>;
   EXPECT_EQ(ranges(planBuckets(store, 1 * kMiB, 25 * kMiB, 1 * kMiB)), (Ranges{{5, 5}, {3, 4}, {1, 2}, {0, 0}}));
   EXPECT_EQ(ranges(planBuckets(store, 1 * kMiB, 25 * kMiB)), (Ranges{{5, 5}, {3, 4}, {0, 2}}));
   EXPECT_EQ(ranges(planBuckets(store, 1 * kMiB, 25 * kMiB, 0)), (Ranges{{5, 5}, {3, 4}, {0, 2}}));
@@ -180,12 +182,6 @@ TEST(BucketPlan, CloseAfterLargeParameterHandWorkedExample) {
   const size_t w = 2048;
   const std::vector<size_t> sizes = {784 * w, w, w * w, w, w * w, w, w * w, w, w * 10, 10};
   ParameterStore store = storeOf(sizes);
-  auto ranges = [](const std::vector<BucketRange>& buckets) {
-    std::vector<std::pair<size_t, size_t>> r;
-    for (const BucketRange& b : buckets) r.emplace_back(b.firstParam, b.lastParam);
-    return r;
-  };
-  using Ranges = std::vector<std::pair<size_t, size_t>>;
   // Caps only: the 16 MiB weights each take the bias below them (16 MiB +
   // 8 KiB fit 25 MiB); the 1 MiB last cap leaves w0 (6.1 MiB) alone.
   EXPECT_EQ(ranges(planBuckets(store, 1 * kMiB, 25 * kMiB, 1 * kMiB)),
