@@ -38,7 +38,12 @@ Status windowAllReduce(const CollArgs& args, const AlgoContext& ctx) {
   const Reduction red{args.dtype, args.op, n};
   const auto* in = static_cast<const std::byte*>(args.sendbuf);
   auto* out = static_cast<std::byte*>(args.recvbuf);
-  std::vector<const std::byte*> pieces(static_cast<size_t>(n));
+  // The fold's inputs, one per rank: on the stack for the usual rank counts
+  // (this runs per call down to a few KiB), on the heap beyond.
+  constexpr int kStackRanks = 64;
+  const std::byte* stackPieces[kStackRanks];
+  std::vector<const std::byte*> heapPieces(n > kStackRanks ? static_cast<size_t>(n) : 0);
+  const std::byte** pieces = n > kStackRanks ? heapPieces.data() : stackPieces;
   for (size_t at = 0; at < args.count; at += roundElems) {
     const size_t len = std::min(roundElems, args.count - at);
     const size_t offset = windows.phasesEnded() / 2 % 2 * half;
@@ -52,8 +57,8 @@ Status windowAllReduce(const CollArgs& args, const AlgoContext& ctx) {
     LOOM_TRY(windows.arrive(len * es, ctx.wait));
     // 2. This rank's slice of every input, folded where its input slice would be.
     if (myEnd > myBegin) {
-      for (int q = 0; q < n; ++q) pieces[static_cast<size_t>(q)] = (q == r ? src : windows.of(q) + offset) + myBegin * es;
-      foldInRankOrder(red, pieces.data(), mine + myBegin * es, myEnd - myBegin);
+      for (int q = 0; q < n; ++q) pieces[q] = (q == r ? src : windows.of(q) + offset) + myBegin * es;
+      foldInRankOrder(red, pieces, mine + myBegin * es, myEnd - myBegin);
       // Written before the phase ends: the slice is still in this core's cache.
       std::memcpy(dst + myBegin * es, mine + myBegin * es, (myEnd - myBegin) * es);
     }

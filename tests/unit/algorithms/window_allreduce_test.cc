@@ -122,6 +122,17 @@ TEST(WindowAllReduce, ManyRoundsStayExactUnderContention) {
   gWindows = nullptr;
 }
 
+// More ranks than the fold keeps on the stack (64): its inputs go to the heap.
+TEST(WindowAllReduce, SixtySixRanks) {
+  constexpr int kRanks = 66;
+  HeapWindows windows(kRanks, 4096);
+  gWindows = &windows;
+  auto in = makeInputs<int32_t>(kRanks, 1000, [](int r, size_t i) { return integerValue<int32_t>(r, i); });
+  auto out = runAllReduce<int32_t>(windowed, kRanks, 4096, in, RedOp::kSum, false);
+  expectLeftFold(in, out, RedOp::kSum, "66 ranks");
+  gWindows = nullptr;
+}
+
 TEST(WindowAllReduce, ReportsAMismatchedPeerInsteadOfCorrupting) {
   // Rank 1 calls with a different count: both ranks must fail with a
   // message naming the other, not read past a window or hang.
