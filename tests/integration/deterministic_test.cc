@@ -33,33 +33,11 @@
 
 #include "tests/integration/collective_case.h"
 #include "tests/integration/element_codec.h"
+#include "tests/integration/scoped_env.h"
 #include "tests/integration/test_world.h"
 
 namespace loom::integration {
 namespace {
-
-// Sets environment variables for its lifetime; restores the old values.
-class ScopedEnv {
- public:
-  ScopedEnv(std::initializer_list<std::pair<const char*, std::string>> vars) {
-    for (const auto& [name, value] : vars) {
-      const char* old = std::getenv(name);
-      saved_.push_back({name, old ? std::optional<std::string>(old) : std::nullopt});
-      setenv(name, value.c_str(), 1);
-    }
-  }
-  ~ScopedEnv() {
-    for (const auto& [name, old] : saved_) {
-      if (old) setenv(name.c_str(), old->c_str(), 1);
-      else unsetenv(name.c_str());
-    }
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
-};
 
 inline uint64_t mix(uint64_t x) {  // splitmix64's finalizer
   x ^= x >> 30;
