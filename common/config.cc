@@ -245,7 +245,7 @@ Config Config::fromEnv(std::vector<std::string>* warnings) {
   }
   if (const char* v = readKnob("LOOM_CHUNK_SIZE"); v && *v) {
     size_t b = 0;
-    if (!parseBytes(v, &b) || b < 4096 || b > (64u << 20) || b % 64 != 0)
+    if (!parseBytes(v, &b) || !isValidChunkBytes(b))
       warn("LOOM_CHUNK_SIZE", v, "expected a multiple of 64 between 4K and 64M");
     else {
       c.chunkBytes = b;
