@@ -201,8 +201,8 @@ bucketed, overlapped gradient all-reduce, or ZeRO), printing one line per epoch.
                         of backward (1; 0: no separate cap, PyTorch's plan)
   --close-after-mb X    a parameter of X MiB or more closes its bucket, so its all-reduce
                         starts before the next layer's input gradient (1; 0: caps only)
-  --chunk-mb X          chunk size of the job's communicator in MiB (2; 0: LOOM_CHUNK_SIZE
-                        or Loom's 256 KiB): larger chunks need fewer hand-offs between ranks
+  --chunk-mb X          chunk size of the job's communicator in MiB (0: LOOM_CHUNK_SIZE or
+                        Loom's 256 KiB): larger chunks need fewer hand-offs between ranks
   --no-overlap          all-reduce only after backward (baseline for the overlap share)
   --fp16-hook, --bf16-hook   compress gradients to 16 bits for the all-reduce
   --checkpoint-dir D    rank 0 writes checkpoints there; a run resumes from the latest

@@ -35,10 +35,11 @@ struct DemoOptions {
   double closeAfterMb = 1.0;     // a parameter this large closes its bucket (0: only caps close buckets)
   // Chunk size of the job's communicator (loomConfig_t.chunkBytes, which wins
   // over LOOM_CHUNK_SIZE); 0: LOOM_CHUNK_SIZE or Loom's default (256 KiB).
-  // Larger chunks mean fewer hand-offs per bucket all-reduce: with ranks
-  // sharing cores with backward, each hand-off may wait for a peer's core,
-  // so fewer of them shorten the all-reduces backward has to hide.
-  double chunkMb = 2.0;
+  // Larger chunks mean fewer hand-offs per bucket all-reduce, so shorter
+  // all-reduces, but on a loaded 2-core machine the exposed time fell less
+  // than the communication time and the hidden share with them (measured
+  // in docs/user-guide.md), so the default keeps Loom's.
+  double chunkMb = 0.0;
   bool overlap = true;
   ddp::CommHook hook = ddp::CommHook::kNone;
   std::string checkpointDir;  // empty: no checkpoints, no resume
