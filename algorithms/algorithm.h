@@ -72,6 +72,22 @@ using ProtocolSet = unsigned;
 constexpr ProtocolSet protocolBit(transport::Protocol p) { return 1u << static_cast<unsigned>(p); }
 constexpr ProtocolSet kEveryProtocol = (1u << transport::kNumProtocols) - 1;
 
+// A run of an algorithm in two parts, for a caller that must never wait for
+// its peers (a small stream call run on the caller's thread, OpRunner::runInline):
+// `post` does the first part, which needs nothing from any peer (publishing
+// this rank's input), and `finish` the rest; post then finish computes what
+// `run` does. Between the two, `peersPosted` tells without waiting whether
+// every peer has done its own post, so that `finish` waits only for peers
+// that are inside this collective. `post` sets *posted false, having done
+// nothing, when it cannot start without waiting (a link still full from the
+// last collective): the caller then runs the whole algorithm later.
+struct SplitRun {
+  bool (*applies)(const CollArgs& args, const AlgoContext& ctx);
+  Status (*post)(const CollArgs& args, const AlgoContext& ctx, bool* posted);
+  bool (*peersPosted)(const CollArgs& args, const AlgoContext& ctx);
+  CollFn finish;
+};
+
 // Everything Loom knows of one algorithm for one collective: the registry
 // (registry.cc) holds one record per (algorithm, collective), and the tuner
 // reads only these fields to list, filter, price and pick it.
@@ -90,6 +106,8 @@ struct AlgorithmInfo {
   // never picks such an algorithm on cost alone: only for
   // LOOM_DETERMINISTIC=1 or when LOOM_ALGO names it.
   bool deterministic = false;
+  // The two-part run above, or null.
+  const SplitRun* split = nullptr;
 };
 
 }  // namespace loom::algo

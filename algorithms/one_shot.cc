@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstring>
 
 #include "algorithms/primitives.h"
 #include "algorithms/rank_order_fold.h"
@@ -31,8 +32,7 @@ bool fitsBulletin(const CollArgs& args, const AlgoContext& ctx) {
   return ctx.bulletin && args.count > 0 && bytes <= std::min(kOneShotBulletinMaxBytes, ctx.bulletin->capacity());
 }
 
-Status bulletinRound(const CollArgs& args, const AlgoContext& ctx) {
-  LOOM_TRY(ctx.bulletin->post(args.sendbuf, args.count * dataTypeSize(args.dtype)));
+Status foldBulletin(const CollArgs& args, const AlgoContext& ctx) {
   // Two peer messages are live at once during the fold; on the stack, since
   // this path is all about per-call cost.
   alignas(64) std::byte scratch[2 * kOneShotBulletinMaxBytes];
@@ -40,7 +40,63 @@ Status bulletinRound(const CollArgs& args, const AlgoContext& ctx) {
   return fold.fold(args.sendbuf, args.recvbuf, args.count);
 }
 
+Status bulletinRound(const CollArgs& args, const AlgoContext& ctx) {
+  LOOM_TRY(ctx.bulletin->post(args.sendbuf, args.count * dataTypeSize(args.dtype)));
+  return foldBulletin(args, ctx);
+}
+
+// The split run (algorithm.h's SplitRun): the input in one piece, sent to
+// every peer (or posted) before anything is received.
+bool splitApplies(const CollArgs& args, const AlgoContext& ctx) {
+  if (ctx.nranks < 2 || args.count == 0 || !oneShotApplies(args, ctx)) return false;
+  return fitsBulletin(args, ctx) || args.count * dataTypeSize(args.dtype) <= ctx.chunkBytes;
+}
+
+Status splitPost(const CollArgs& args, const AlgoContext& ctx, bool* posted) {
+  *posted = false;
+  const size_t bytes = args.count * dataTypeSize(args.dtype);
+  if (fitsBulletin(args, ctx)) {
+    LOOM_TRY(ctx.bulletin->post(args.sendbuf, bytes));
+    *posted = true;
+    return Status::ok();
+  }
+  // Every peer's slot first: a link the last collective left full would make
+  // a send wait, so then nothing is sent (an acquired slot stays the same
+  // slot for the later acquire).
+  const int n = ctx.nranks, r = ctx.rank;
+  std::byte* slots[kMaxInlineRanks];
+  if (n > kMaxInlineRanks) return Status::ok();
+  for (int k = 1; k < n; ++k)
+    if (!ctx.links->sendTo((r + k) % n).tryAcquire(&slots[k])) return Status::ok();
+  for (int k = 1; k < n; ++k) {
+    std::memcpy(slots[k], args.sendbuf, bytes);
+    ctx.links->sendTo((r + k) % n).commit(bytes);
+  }
+  if (ctx.progress) ctx.progress->fetch_add(static_cast<uint64_t>(n - 1), std::memory_order_relaxed);
+  *posted = true;
+  return Status::ok();
+}
+
+bool splitPeersPosted(const CollArgs& args, const AlgoContext& ctx) {
+  if (fitsBulletin(args, ctx)) return ctx.bulletin->peersPosted();
+  const int n = ctx.nranks, r = ctx.rank;
+  const std::byte* data = nullptr;
+  size_t bytes = 0;
+  for (int k = 1; k < n; ++k)
+    if (!ctx.links->recvFrom((r + k) % n).tryAcquire(&data, &bytes)) return false;
+  return true;
+}
+
+Status splitFinish(const CollArgs& args, const AlgoContext& ctx) {
+  if (fitsBulletin(args, ctx)) return foldBulletin(args, ctx);
+  RankOrderFold fold(ctx, Reduction{args.dtype, args.op, ctx.nranks});
+  return fold.fold(args.sendbuf, args.recvbuf, args.count);
+}
+
 }  // namespace
+
+const SplitRun kOneShotSplit = {
+    .applies = splitApplies, .post = splitPost, .peersPosted = splitPeersPosted, .finish = splitFinish};
 
 Status oneShotAllReduce(const CollArgs& args, const AlgoContext& ctx) {
   if (ctx.nranks == 1) return reduceOnOneRank(args);

@@ -21,7 +21,13 @@ constexpr size_t kOneShotMaxBytes = 64 * 1024;
 // instead of through the per-peer FIFOs.
 constexpr size_t kOneShotBulletinMaxBytes = 4096;
 
+// The most ranks whose one-shot runs split (SplitRun), with its slots on the stack.
+constexpr int kMaxInlineRanks = 64;
+
 Status oneShotAllReduce(const CollArgs& args, const AlgoContext& ctx);
+// The same in two parts (algorithm.h), for a message of one chunk or one
+// bulletin round: post sends the input to every peer, finish folds.
+extern const SplitRun kOneShotSplit;
 // Shared memory only (ctx.singleHost: copies to n-1 peers are cheap there,
 // not over a network) and at most kOneShotMaxBytes per rank.
 bool oneShotApplies(const CollArgs& args, const AlgoContext& ctx);

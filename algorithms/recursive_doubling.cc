@@ -54,4 +54,46 @@ Status recursiveDoublingAllReduce(const CollArgs& args, const AlgoContext& ctx) 
   return Status::ok();
 }
 
+namespace {
+
+// The split run (algorithm.h's SplitRun) at two ranks, where recursive
+// doubling is one exchange: post sends the input to the partner, finish
+// folds the partner's vector in as the full run does (lower rank's first).
+bool splitApplies(const CollArgs& args, const AlgoContext& ctx) {
+  return ctx.nranks == 2 && args.count > 0 && args.count * dataTypeSize(args.dtype) <= ctx.chunkBytes;
+}
+
+Status splitPost(const CollArgs& args, const AlgoContext& ctx, bool* posted) {
+  const size_t bytes = args.count * dataTypeSize(args.dtype);
+  transport::SendConnection& link = ctx.links->sendTo(1 - ctx.rank);
+  std::byte* slot = nullptr;
+  *posted = link.tryAcquire(&slot);  // a slot still held by the last collective: nothing is sent
+  if (!*posted) return Status::ok();
+  std::memcpy(slot, args.sendbuf, bytes);
+  link.commit(bytes);
+  if (ctx.progress) ctx.progress->fetch_add(1, std::memory_order_relaxed);
+  return Status::ok();
+}
+
+bool splitPeersPosted(const CollArgs&, const AlgoContext& ctx) {
+  const std::byte* data = nullptr;
+  size_t bytes = 0;
+  return ctx.links->recvFrom(1 - ctx.rank).tryAcquire(&data, &bytes);
+}
+
+Status splitFinish(const CollArgs& args, const AlgoContext& ctx) {
+  const int partner = 1 - ctx.rank;
+  auto* out = static_cast<std::byte*>(args.recvbuf);
+  if (args.sendbuf != args.recvbuf) std::memmove(out, args.sendbuf, args.count * dataTypeSize(args.dtype));
+  Steps steps(ctx, {args.dtype, args.op, 2});
+  LOOM_TRY(steps.recvReduceInPlace(partner, out, args.count, partner < ctx.rank));
+  if (args.op == RedOp::kAvg) kernels::finalize(args.dtype, args.op, 2, out, out, args.count);
+  return Status::ok();
+}
+
+}  // namespace
+
+const SplitRun kRecursiveDoublingSplit = {
+    .applies = splitApplies, .post = splitPost, .peersPosted = splitPeersPosted, .finish = splitFinish};
+
 }  // namespace loom::algo

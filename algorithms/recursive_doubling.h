@@ -11,5 +11,7 @@ namespace loom::algo {
 // Every rank ends with bit-identical results: partners combine the same two
 // values in the same order (lower rank's first).
 Status recursiveDoublingAllReduce(const CollArgs& args, const AlgoContext& ctx);
+// The same in two parts (algorithm.h) at two ranks (one exchange).
+extern const SplitRun kRecursiveDoublingSplit;
 
 }  // namespace loom::algo

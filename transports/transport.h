@@ -11,7 +11,9 @@
 //
 // Threading: one thread drives a connection at a time (the communicator's
 // executor). acquire() blocks with the WaitContext's deadline and abort flag;
-// commit() and release() never block.
+// commit() and release() never block. Acquiring again before the commit (or
+// release) returns the same slot (or chunk): a caller may probe with
+// tryAcquire() and have the algorithm acquire it later.
 #pragma once
 
 #include <cstddef>
@@ -100,6 +102,9 @@ class Bulletin {
   // Waits for `peer`'s message of the round this rank posted last and copies
   // it to `out`; an error if it is not `bytes` long.
   virtual Status read(int peer, void* out, size_t bytes, const WaitContext& wait) = 0;
+  // Whether every peer has begun posting the round this rank posted last
+  // (its message may still be arriving): never waits.
+  virtual bool peersPosted() const = 0;
   // Publishes that this rank has started its collective number `seq` (1, 2,
   // ... in call order, counted alike on every rank) on the communicator.
   virtual void announceStart(uint64_t seq) = 0;

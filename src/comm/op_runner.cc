@@ -44,6 +44,9 @@ struct OpRunner::Run {
   // One-step records: the end may reuse the start's coarse clock reading.
   bool quick = false;
   int64_t startNs = 0;
+  // The caller's thread already counted and announced the collective and ran
+  // its algorithm's split post (runInline): the run finishes it.
+  bool posted = false;
   const Completion* after = nullptr;       // stream predecessor
   cuda::PriorWork* devicePrior = nullptr;  // CUDA stream's earlier work
 
@@ -113,9 +116,14 @@ Status OpRunner::runQueued(Run& r) {
 }
 
 CompletionPtr OpRunner::enqueueAsync(const algo::CollArgs& args, Stream* stream) {
+  return enqueueAsync(args, stream, false);
+}
+
+CompletionPtr OpRunner::enqueueAsync(const algo::CollArgs& args, Stream* stream, bool posted) {
   auto op = std::make_shared<Queued>();
   op->args = args;
   op->run.args = &op->args;
+  op->run.posted = posted;
   return enqueueAsync(std::move(op), stream);
 }
 
@@ -168,13 +176,13 @@ CompletionPtr OpRunner::enqueueAsync(std::shared_ptr<Queued> op, Stream* stream)
   return completion;
 }
 
-bool OpRunner::peersStartedSoon(uint64_t seq) {
+template <typename Ready>
+bool OpRunner::peersSoon(Ready ready) {
   Communicator& c = comm_;
-  transport::Bulletin& bulletin = *c.bulletin_;
-  // Peers in step announce within a cache-line hand-off: poll without
+  // Peers in step get there within a cache-line hand-off: poll without
   // reading the clock first (a read costs as much as the hand-off).
   for (int i = 0; i < 256; ++i) {
-    if (bulletin.peersStarted(seq)) return true;
+    if (ready()) return true;
     cpuRelax();
   }
   WaitContext brief;
@@ -182,7 +190,7 @@ bool OpRunner::peersStartedSoon(uint64_t seq) {
   brief.spinMicros = std::min(c.config_.asyncInlineMicros, 2);
   brief.yieldMicros = c.config_.asyncInlineMicros;
   brief.abort = &c.abort_;
-  return waitUntil([&] { return bulletin.peersStarted(seq); }, nullptr, brief, [] { return std::string(); }).isOk();
+  return waitUntil(ready, nullptr, brief, [] { return std::string(); }).isOk();
 }
 
 bool OpRunner::idleSoon(Stream& stream, std::unique_lock<std::mutex>* turn) {
@@ -224,9 +232,11 @@ bool OpRunner::runInline(const algo::CollArgs& args, Stream& stream) {
     if (turn.owns_lock()) turn.unlock();
     if (!idleSoon(stream, &turn)) return false;
   }
+  if (runSplit(args, stream)) return true;
   // steps() announces the same number again if the op goes to the worker.
-  c.bulletin_->announceStart(collectivesStarted_ + 1);
-  if (!peersStartedSoon(collectivesStarted_ + 1)) return false;  // the worker runs it; the call returns now
+  const uint64_t seq = collectivesStarted_ + 1;
+  c.bulletin_->announceStart(seq);
+  if (!peersSoon([&] { return c.bulletin_->peersStarted(seq); })) return false;  // the worker runs it; the call returns now
   // Every peer is inside this collective, or has handed it to its own
   // worker, which runs it next: it completes without anything more from the
   // caller, so running it on the caller's thread cannot make the call wait
@@ -241,6 +251,44 @@ bool OpRunner::runInline(const algo::CollArgs& args, Stream& stream) {
     r.startsAtEnqueue = true;
   }
   stream.noteFinished(run(r));
+  return true;
+}
+
+bool OpRunner::runSplit(const algo::CollArgs& args, Stream& stream) {
+  Communicator& c = comm_;
+  // The algorithm's post stands in for the wait for the peers' announcements:
+  // once every peer has posted, every peer is inside this collective, and the
+  // finish waits only for their writes in flight. One hand-off per call
+  // instead of two. Not under LOOM_CHECK or the trace (oneStep_ off): the
+  // check's exchange must come before any data moves. Not while online
+  // tuning explores: an exploring call first agrees on its candidate.
+  if (!oneStep_ || c.abort_.load() || c.failed_.load()) return false;
+  Communicator::ChoiceMemo& memo = c.choiceMemo_;
+  const int64_t now = coarseMonotonicNanos();
+  if (!memo.matches(args)) (void)c.chooseAlgorithm(args, c.makeWait(now));
+  if (!memo.hasContext || (memo.online && !memo.online->settled())) return false;
+  const algo::SplitRun* split = memo.choice.algorithm->split;
+  algo::AlgoContext& ctx = memo.context;
+  if (!split || !split->applies(args, ctx)) return false;
+  ctx.wait.deadline = Deadline::afterCoarse(now, c.config_.timeoutSeconds);
+  bool posted = false;
+  const uint64_t seq = collectivesStarted_ + 1;
+  c.bulletin_->announceStart(seq);
+  if (Status s = split->post(args, ctx, &posted); !s.isOk()) {
+    // Refused before any data moved (the bulletin's own checks): the run reports it.
+    return false;
+  }
+  if (!posted) return false;  // a link still full: the whole run goes to the worker
+  collectivesStarted_ = seq;
+  if (peersSoon([&] { return split->peersPosted(args, ctx); })) {
+    Run r;
+    r.args = &args;
+    r.posted = true;
+    stream.noteFinished(run(r));
+  } else {
+    // A peer has not posted yet: the worker finishes, and the call returns.
+    (void)enqueueAsync(args, &stream, /*posted=*/true);
+  }
   return true;
 }
 
@@ -282,7 +330,7 @@ LOOM_STEP Status OpRunner::steps(Run& r) {
   // Every rank counts the same collectives in the same order; peers of an
   // asynchronous call read the count (inlineTurn). Send/recv are not counted:
   // ranks make different ones.
-  if (r.args || r.work->op.collective()) {
+  if (!r.posted && (r.args || r.work->op.collective())) {
     ++collectivesStarted_;
     if (c.bulletin_) c.bulletin_->announceStart(collectivesStarted_);
   }
@@ -370,7 +418,10 @@ LOOM_STEP Status OpRunner::runAlgorithm(Run& r, const algo::CollArgs& args, cons
   ctx.wait.slowWaits = &slowWaits_;
   const uint32_t slowWaitsBefore = slowWaits_;
   const int64_t start = timed ? monotonicNanos() : 0;
-  Status status = algorithm.run(args, ctx);
+  Status status = !r.posted          ? algorithm.run(args, ctx)
+                  : algorithm.split ? algorithm.split->finish(args, ctx)
+                                    : makeError(Code::kInternalError, "%s has no finish for its posted run",
+                                                algorithm.name);
   if (trial) trial->finishTrial(timed ? monotonicNanos() - start : -1);
   if (!status.isOk()) {
     status = status.withContext(strprintf("%s (%s/%s, count %zu, %s) on rank %d: ", algo::collTypeName(args.type),

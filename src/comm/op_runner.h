@@ -86,12 +86,20 @@ class OpRunner {
   Status runBlocking(Run& run);
   Status runQueued(Run& run);
   CompletionPtr enqueueAsync(std::shared_ptr<Queued> op, Stream* stream);
+  // `posted`: the caller's thread ran the split post (runSplit); the worker finishes.
+  CompletionPtr enqueueAsync(const algo::CollArgs& args, Stream* stream, bool posted);
+  // runInline for an algorithm with a split run: posts on the caller's
+  // thread, then finishes there once every peer has posted within
+  // LOOM_ASYNC_INLINE_US, or hands the finish to the worker. False: nothing
+  // was posted.
+  bool runSplit(const algo::CollArgs& args, Stream& stream);
   // Whether `stream` and the executor become idle within LOOM_ASYNC_INLINE_US
   // (only small ops still on the stream); then *turn owns the executor's
   // inline turn.
   bool idleSoon(Stream& stream, std::unique_lock<std::mutex>* turn);
-  // Whether every peer announces collective `seq` within LOOM_ASYNC_INLINE_US.
-  bool peersStartedSoon(uint64_t seq);
+  // Whether `ready` (every peer announced, or posted) holds within LOOM_ASYNC_INLINE_US.
+  template <typename Ready>
+  bool peersSoon(Ready ready);
   // The whole operation on the thread that runs it, recorder edges included.
   Status run(Run& run);
   Status runRecorded(Run& run);

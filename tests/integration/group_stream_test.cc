@@ -197,21 +197,25 @@ TEST_F(Process, StreamOrderAndQuery) {
 // communicator), and only then do they make theirs. A call that waited for
 // its peers would deadlock: rank 0 inside the stream call, the others inside
 // the signal. Run several times, since a late peer is what the inline path
-// has to notice each time. Returns false if a call failed.
+// has to notice each time. Every third call is 2400 bytes (over the links
+// rather than the bulletin). Returns false if a call failed.
 bool asyncCallReturnsBeforePeers(loomComm_t comm, loomComm_t signal, int rank, int nranks) {
   SCOPED_TRACE("asynchronous call before its peers, rank " + std::to_string(rank));
   loomStream_t stream = nullptr;
   if (!succeeded(loomStreamCreate(&stream), "loomStreamCreate", nullptr)) return false;
   bool ok = true;
   constexpr int kRounds = 20;
+  constexpr size_t kLongCount = 300;
+  auto countOf = [](int k) { return k % 3 == 2 ? kLongCount : size_t{1}; };
   // Buffers live until the stream is synchronized: a queued call reads them later.
-  std::vector<int64_t> inputs(kRounds), sums(kRounds, -1);
+  std::vector<std::vector<int64_t>> inputs(kRounds), sums(kRounds);
   for (int k = 0; k < kRounds && ok; ++k) {
-    inputs[k] = int64_t{rank + 1} * (k + 1);
+    for (size_t i = 0; i < countOf(k); ++i) inputs[k].push_back(int64_t{rank + 1} * (k + 1) + static_cast<int64_t>(i));
+    sums[k].assign(countOf(k), -1);
     int32_t one = 1, ranks = 0;
     auto call = [&] {
-      ok = succeeded(loomAllReduce(&inputs[k], &sums[k], 1, loomInt64, loomSum, comm, stream), "stream AllReduce",
-                     comm) &&
+      ok = succeeded(loomAllReduce(inputs[k].data(), sums[k].data(), countOf(k), loomInt64, loomSum, comm, stream),
+                     "stream AllReduce", comm) &&
            ok;
     };
     auto wave = [&] {
@@ -228,7 +232,10 @@ bool asyncCallReturnsBeforePeers(loomComm_t comm, loomComm_t signal, int rank, i
   ok = succeeded(loomStreamSynchronize(stream), "loomStreamSynchronize", comm) && ok;
   EXPECT_EQ(loomStreamDestroy(stream), loomSuccess);
   const int64_t rankSum = static_cast<int64_t>(nranks) * (nranks + 1) / 2;
-  for (int k = 0; k < kRounds && ok; ++k) EXPECT_EQ(sums[k], rankSum * (k + 1)) << "round " << k;
+  for (int k = 0; k < kRounds && ok; ++k)
+    for (size_t i = 0; i < countOf(k); ++i)
+      EXPECT_EQ(sums[k][i], rankSum * (k + 1) + static_cast<int64_t>(nranks) * static_cast<int64_t>(i))
+          << "round " << k << " element " << i;
   return ok;
 }
 

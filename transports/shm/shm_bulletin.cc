@@ -162,6 +162,20 @@ Status ShmBulletin::read(int peer, void* out, size_t bytes, const WaitContext& w
   return Status::ok();
 }
 
+bool ShmBulletin::peersPosted() const {
+  if (!misuse_.isOk() || rounds_ == 0) return false;
+  const uint64_t round = rounds_ - 1;
+  for (int r = 0; r < static_cast<int>(views_.size()); ++r) {
+    const BulletinView& view = views_[r];
+    if (r == selfRank_ || view.control == nullptr) continue;
+    // The header line is stored first: its flag says the peer is in the round.
+    const uint64_t header =
+        std::atomic_ref<uint64_t>(bufferLines(view, round)[0]).load(std::memory_order_acquire);
+    if (llLineFlag(header) != llFlagFor(round, view.flagPeriod)) return false;
+  }
+  return true;
+}
+
 void ShmBulletin::announceStart(uint64_t seq) {
   views_[selfRank_].control->started.store(seq, std::memory_order_release);
 }

@@ -45,6 +45,7 @@ class ShmBulletin final : public Bulletin {
   size_t capacity() const override { return static_cast<size_t>(views_[selfRank_].capacity); }
   Status post(const void* data, size_t bytes) override;
   Status read(int peer, void* out, size_t bytes, const WaitContext& wait) override;
+  bool peersPosted() const override;
   void announceStart(uint64_t seq) override;
   bool peersStarted(uint64_t seq) const override;
 

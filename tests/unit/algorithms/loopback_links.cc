@@ -23,19 +23,18 @@ class LoopSend final : public transport::SendConnection {
   Status acquire(std::byte** slot, const WaitContext& wait) override {
     std::unique_lock<std::mutex> lock(fifo_.mu);
     LOOM_TRY(waitFor(lock, fifo_.cv, wait, [&] { return fifo_.inFlight < fabric_.slots(); }, "a free slot"));
-    fifo_.writing.assign(fabric_.chunkBytes(), std::byte{0xEE});  // garbage beyond what gets committed
-    *slot = fifo_.writing.data();
+    *slot = take();
     return Status::ok();
   }
   bool tryAcquire(std::byte** slot) override {
     std::lock_guard<std::mutex> lock(fifo_.mu);
     if (fifo_.inFlight >= fabric_.slots()) return false;
-    fifo_.writing.assign(fabric_.chunkBytes(), std::byte{0xEE});
-    *slot = fifo_.writing.data();
+    *slot = take();
     return true;
   }
   void commit(size_t bytes) override {
     std::lock_guard<std::mutex> lock(fifo_.mu);
+    held_ = false;
     fifo_.writing.resize(bytes);
     fifo_.committed.push_back(std::move(fifo_.writing));
     fifo_.writing.clear();
@@ -44,8 +43,16 @@ class LoopSend final : public transport::SendConnection {
   }
 
  private:
+  // The slot being written; acquiring again before the commit gets the same one.
+  std::byte* take() {
+    if (!held_) fifo_.writing.assign(fabric_.chunkBytes(), std::byte{0xEE});  // garbage beyond what gets committed
+    held_ = true;
+    return fifo_.writing.data();
+  }
+
   LoopbackFabric& fabric_;
   LoopbackFabric::Fifo& fifo_;
+  bool held_ = false;
 };
 
 class LoopRecv final : public transport::RecvConnection {
@@ -54,33 +61,40 @@ class LoopRecv final : public transport::RecvConnection {
   size_t chunkBytes() const override { return fabric_.chunkBytes(); }
   Status acquire(const std::byte** data, size_t* bytes, const WaitContext& wait) override {
     std::unique_lock<std::mutex> lock(fifo_.mu);
-    LOOM_TRY(waitFor(lock, fifo_.cv, wait, [&] { return !fifo_.committed.empty(); }, "a chunk"));
-    reading_ = std::move(fifo_.committed.front());
-    fifo_.committed.pop_front();
-    *data = reading_.data();
-    *bytes = reading_.size();
+    LOOM_TRY(waitFor(lock, fifo_.cv, wait, [&] { return held_ || !fifo_.committed.empty(); }, "a chunk"));
+    take(data, bytes);
     return Status::ok();
   }
   bool tryAcquire(const std::byte** data, size_t* bytes) override {
     std::lock_guard<std::mutex> lock(fifo_.mu);
-    if (fifo_.committed.empty()) return false;
-    reading_ = std::move(fifo_.committed.front());
-    fifo_.committed.pop_front();
-    *data = reading_.data();
-    *bytes = reading_.size();
+    if (!held_ && fifo_.committed.empty()) return false;
+    take(data, bytes);
     return true;
   }
   void release() override {
     std::lock_guard<std::mutex> lock(fifo_.mu);
+    held_ = false;
     reading_.clear();
     --fifo_.inFlight;
     fifo_.cv.notify_all();
   }
 
  private:
+  // The oldest unreleased chunk; acquiring again before the release gets it again.
+  void take(const std::byte** data, size_t* bytes) {
+    if (!held_) {
+      reading_ = std::move(fifo_.committed.front());
+      fifo_.committed.pop_front();
+      held_ = true;
+    }
+    *data = reading_.data();
+    *bytes = reading_.size();
+  }
+
   LoopbackFabric& fabric_;
   LoopbackFabric::Fifo& fifo_;
   std::vector<std::byte> reading_;
+  bool held_ = false;
 };
 
 class LoopLinks final : public algo::Links {

@@ -158,6 +158,35 @@ TEST(ShmBulletin, PeersStartedFollowsEveryPeersAnnouncement) {
   EXPECT_TRUE(local.make(0).peersStarted(2)) << "only rank 1 is readable, and it announced 2";
 }
 
+// What a split run polls (algorithm.h's SplitRun): whether every peer has
+// posted the round this rank posted last. Over more rounds than buffers and
+// flag periods, so a buffer's older round (or a repeated flag) never counts.
+TEST(ShmBulletin, PeersPostedOnlyOnceEveryPeerPostedTheSameRound) {
+  LocalBulletins local(3, 64, /*period=*/kBulletinBuffers + 1);
+  ShmBulletin b[] = {local.make(0), local.make(1), local.make(2)};
+  EXPECT_FALSE(b[0].peersPosted()) << "before this rank posted any round";
+  for (int round = 0; round < 4 * static_cast<int>(kBulletinBuffers + 1); ++round) {
+    const uint32_t word = static_cast<uint32_t>(round);
+    const int first = round % 3;  // a different rank posts first each round
+    ASSERT_TRUE(b[first].post(&word, sizeof word).isOk());
+    EXPECT_FALSE(b[first].peersPosted()) << "round " << round << ": only rank " << first << " posted";
+    const int second = (first + 1) % 3, third = (first + 2) % 3;
+    ASSERT_TRUE(b[second].post(&word, sizeof word).isOk());
+    EXPECT_FALSE(b[first].peersPosted()) << "round " << round << ": rank " << third << " has not posted";
+    EXPECT_FALSE(b[second].peersPosted()) << "round " << round << ": rank " << third << " has not posted";
+    ASSERT_TRUE(b[third].post(&word, sizeof word).isOk());
+    for (int r = 0; r < 3; ++r) {
+      EXPECT_TRUE(b[r].peersPosted()) << "round " << round << ", rank " << r;
+      for (int peer = 0; peer < 3; ++peer) {
+        if (peer == r) continue;
+        uint32_t got = ~word;
+        ASSERT_TRUE(b[r].read(peer, &got, sizeof got, WaitContext{}).isOk());
+        EXPECT_EQ(got, word);
+      }
+    }
+  }
+}
+
 TEST(ShmBulletin, StaleLinesWithARepeatedFlagAreNeverTaken) {
   const uint32_t period = 9;
   LocalBulletins boards(2, 64, period);
