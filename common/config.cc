@@ -101,7 +101,7 @@ const std::vector<KnobDoc>& configKnobs() {
       {"LOOM_SPIN_US", kWaits, "5 (0 when a host runs more ranks than it has cores)", "microseconds a wait busy-polls before it starts to yield the core", "common/wait"},
       {"LOOM_YIELD_US", kWaits, "200", "microseconds a wait polls with sched_yield before it sleeps on a futex", "common/wait"},
       {"LOOM_ASYNC_INLINE_US", kWaits, "20 (0 when a host runs more ranks than it has cores)", "a collective of at most 64 KiB on an idle host stream runs on the calling thread, as a blocking call does, when every peer has started it within this many microseconds (polled); otherwise the communicator's worker thread runs it and the call returns. Algorithms that can start without their peers (one-shot; recursive doubling at 2 ranks) post their input at once and poll for the peers' posts instead, and a late peer leaves only the rest to the worker. The call never waits for a peer longer than this; 0: always the worker (0..1000). With more ranks than cores a peer is often not running, and the poll only delays it", "src/comm"},
-      {"LOOM_CHUNK_SIZE", kData, "256K", "bytes per pipelined chunk (one FIFO slot); K/M suffixes; multiple of 64, 4K..64M; unset: 2M where only TCP serves pairs", "transports, algorithms"},
+      {"LOOM_CHUNK_SIZE", kData, "256K", "bytes per pipelined chunk (one FIFO slot); K/M suffixes; multiple of 64, 4K..64M; unset: 2M where only TCP serves pairs; loomConfig_t.chunkBytes replaces it for one communicator", "transports, algorithms"},
       {"LOOM_SHM_SLOTS", kData, "4", "chunks in flight per shared-memory connection (2..64)", "transports/shm"},
       {"LOOM_SHM_DIR", kData, "/dev/shm", "directory of shared-memory segments", "transports/shm"},
       {"LOOM_TRANSPORT", kTransports, "", "force one transport for every peer: shm, ib, ucx, tcp (e.g. tcp to test TCP on one host); empty: shared memory within a host; across hosts ib if a device exists, else ucx if built in, else tcp", "src/comm (transport policy)"},
@@ -245,7 +245,7 @@ Config Config::fromEnv(std::vector<std::string>* warnings) {
   }
   if (const char* v = readKnob("LOOM_CHUNK_SIZE"); v && *v) {
     size_t b = 0;
-    if (!parseBytes(v, &b) || b < 4096 || b > (64u << 20) || b % 64 != 0)
+    if (!parseBytes(v, &b) || !isValidChunkBytes(b))
       warn("LOOM_CHUNK_SIZE", v, "expected a multiple of 64 between 4K and 64M");
     else {
       c.chunkBytes = b;

@@ -60,6 +60,14 @@ struct Config {
   static Config fromEnv(std::vector<std::string>* warnings = nullptr);
 };
 
+// The chunk sizes LOOM_CHUNK_SIZE and loomConfig_t::chunkBytes accept: whole
+// cache lines (64 B), from a page (4 KiB) to 64 MiB.
+constexpr size_t kMinChunkBytes = 4096;
+constexpr size_t kMaxChunkBytes = size_t{64} << 20;
+constexpr bool isValidChunkBytes(size_t bytes) {
+  return bytes >= kMinChunkBytes && bytes <= kMaxChunkBytes && bytes % 64 == 0;
+}
+
 struct KnobDoc {
   const char* env;           // the variable
   const char* section;       // heading it is listed under (the table keeps sections together)

@@ -65,7 +65,8 @@ struct Job {
   int size = 1;
   int restartCount = 0;
 
-  Job() {
+  // chunkBytes: loomConfig_t.chunkBytes of the communicator (0: the environment's).
+  explicit Job(size_t chunkBytes) {
     if (const char* r = std::getenv("LOOM_RESTART_COUNT")) restartCount = std::atoi(r);
     loomUniqueId id;
     // Any launcher (loomrun, torchrun, mpirun, srun) makes one job of its
@@ -77,7 +78,9 @@ struct Job {
     } else {
       check(loomGetUniqueId(&id), nullptr, "loomGetUniqueId");
     }
-    check(loomCommInitRank(&comm, size, id, rank), nullptr, "loomCommInitRank");
+    loomConfig_t config = LOOM_CONFIG_INITIALIZER;
+    config.chunkBytes = chunkBytes;
+    check(loomCommInitRankConfig(&comm, size, id, rank, &config), nullptr, "loomCommInitRankConfig");
   }
   ~Job() {
     if (comm != nullptr) loomCommDestroy(comm);
@@ -180,7 +183,10 @@ class Trainer {
                 o_.activation == ddp::Activation::kGelu ? "GELU" : "ReLU", parameters, o_.optimizer.c_str(),
                 o_.lr, o_.schedule.c_str(), o_.globalBatch, localBatch_, o_.epochs, stepsPerEpoch_);
     std::printf("train_demo: layout %s\n", model_->describe().c_str());
-    std::printf("train_demo: OpenBLAS core %s, 1 thread per rank\n", ddp::blasCoreName());
+    const size_t chunk = o_.chunkBytes();
+    std::printf("train_demo: OpenBLAS core %s, 1 thread per rank; Loom chunk %s\n", ddp::blasCoreName(),
+                chunk == 0 ? "LOOM_CHUNK_SIZE or Loom's default (--chunk-mb 0)"
+                           : (std::to_string(chunk >> 10) + " KiB (--chunk-mb)").c_str());
     std::printf("train_demo: %zu training / %zu test images, normalized with mean %.4f std %.4f\n",
                 train_.size(), test_.size(), train_.normalization().mean, train_.normalization().std);
     std::fflush(stdout);
@@ -378,7 +384,7 @@ int main(int argc, char** argv) {
   }
   int rank = -1;
   try {
-    Job job;
+    Job job(options.chunkBytes());
     rank = job.rank;
     Trainer trainer(options, job);
     trainer.run();

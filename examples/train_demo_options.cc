@@ -78,6 +78,10 @@ std::string DemoOptions::trajectoryKey(int worldSize) const {
   return key.str();
 }
 
+size_t DemoOptions::chunkBytes() const {
+  return static_cast<size_t>(std::llround(chunkMb * (1 << 20))) / 64 * 64;
+}
+
 bool sameTrajectory(const std::string& a, const std::string& b, int* worldOfA) {
   auto strip = [](std::string key, int* world) {
     const size_t at = key.find(" world=");
@@ -138,6 +142,12 @@ DemoOptions parseDemoOptions(int argc, char** argv) {
     else if (arg == "--bucket-cap-mb") o.bucketCapMb = parsePositive(arg, next());
     else if (arg == "--last-bucket-cap-mb") o.lastBucketCapMb = parseNonNegative(arg, next());
     else if (arg == "--close-after-mb") o.closeAfterMb = parseNonNegative(arg, next());
+    else if (arg == "--chunk-mb") {
+      // loomConfig_t.chunkBytes's range: 4 KiB to 64 MiB (whole cache lines).
+      o.chunkMb = parseNonNegative(arg, next());
+      if (o.chunkMb != 0 && (o.chunkMb < 1.0 / 256 || o.chunkMb > 64))
+        bad(arg, "expects 0 (Loom's default) or 1/256 (4 KiB) to 64 MiB, got " + std::to_string(o.chunkMb));
+    }
     else if (arg == "--no-overlap") o.overlap = false;
     else if (arg == "--fp16-hook") o.hook = ddp::CommHook::kFp16Compress;
     else if (arg == "--bf16-hook") o.hook = ddp::CommHook::kBf16Compress;
@@ -191,6 +201,8 @@ bucketed, overlapped gradient all-reduce, or ZeRO), printing one line per epoch.
                         of backward (1; 0: no separate cap, PyTorch's plan)
   --close-after-mb X    a parameter of X MiB or more closes its bucket, so its all-reduce
                         starts before the next layer's input gradient (1; 0: caps only)
+  --chunk-mb X          chunk size of the job's communicator in MiB (0: LOOM_CHUNK_SIZE or
+                        Loom's 256 KiB): larger chunks need fewer hand-offs between ranks
   --no-overlap          all-reduce only after backward (baseline for the overlap share)
   --fp16-hook, --bf16-hook   compress gradients to 16 bits for the all-reduce
   --checkpoint-dir D    rank 0 writes checkpoints there; a run resumes from the latest

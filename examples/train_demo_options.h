@@ -33,6 +33,13 @@ struct DemoOptions {
   double bucketCapMb = 25.0;
   double lastBucketCapMb = 1.0;  // 0: no separate last bucket (PyTorch's plan)
   double closeAfterMb = 1.0;     // a parameter this large closes its bucket (0: only caps close buckets)
+  // Chunk size of the job's communicator (loomConfig_t.chunkBytes, which wins
+  // over LOOM_CHUNK_SIZE); 0: LOOM_CHUNK_SIZE or Loom's default (256 KiB).
+  // Larger chunks mean fewer hand-offs per bucket all-reduce, so shorter
+  // all-reduces, but on a loaded 2-core machine the exposed time fell less
+  // than the communication time and the hidden share with them (measured
+  // in docs/user-guide.md), so the default keeps Loom's.
+  double chunkMb = 0.0;
   bool overlap = true;
   ddp::CommHook hook = ddp::CommHook::kNone;
   std::string checkpointDir;  // empty: no checkpoints, no resume
@@ -53,6 +60,8 @@ struct DemoOptions {
   // checkpoint's parameters and optimizer state are unsharded, so a job
   // may continue on another number of ranks (elastic resume).
   std::string trajectoryKey(int worldSize) const;
+  // chunkMb in bytes, whole cache lines (0: Loom's default).
+  size_t chunkBytes() const;
 };
 
 // Whether two trajectory keys agree apart from the world size; *worldOfA

@@ -70,6 +70,9 @@ class DistributedDataParallel {
   // std::invalid_argument naming the rank). Collective: broadcasts rank 0's
   // parameter values (blocking), plans the buckets and installs the store's
   // grad-ready hook. `comm` stays owned by the caller and must outlive this.
+  // Its chunk size (loomConfig_t.chunkBytes at loomCommInitRankConfig) sets
+  // how many hand-offs between ranks each bucket's all-reduce takes
+  // (train_demo --chunk-mb; docs/user-guide.md has measurements).
   DistributedDataParallel(loomComm_t comm, ParameterStore& store, DdpOptions options = {});
   // Waits for outstanding bucket work and removes the hook.
   ~DistributedDataParallel();

@@ -127,9 +127,16 @@ loomResult_t loomCommInitRank(loomComm_t* comm, int nranks, loomUniqueId commId,
 typedef struct {
   size_t size;           /* sizeof(loomConfig_t): lets later versions add fields */
   double timeoutSeconds; /* deadline of every blocking wait, as LOOM_TIMEOUT */
+  /* Bytes per pipelined chunk, as LOOM_CHUNK_SIZE: a multiple of 64 from 4096
+   * to 64 MiB, the same on every rank. Larger chunks mean fewer hand-offs per
+   * large message (fewer wake-ups where ranks share cores); smaller ones start
+   * the pipeline sooner. Read only when size covers it (a caller built
+   * against an older header keeps the environment's value). */
+  size_t chunkBytes;
 } loomConfig_t;
-#define LOOM_CONFIG_INITIALIZER {sizeof(loomConfig_t), 0.0}
-/* loomCommInitRank with settings; config NULL is the same as loomCommInitRank. */
+#define LOOM_CONFIG_INITIALIZER {sizeof(loomConfig_t), 0.0, 0}
+/* loomCommInitRank with settings; config NULL is the same as loomCommInitRank.
+ * loomCommSplit's children keep their parent's settings. */
 loomResult_t loomCommInitRankConfig(loomComm_t* comm, int nranks, loomUniqueId commId, int rank,
                                     const loomConfig_t* config);
 /* Creates ndev communicators of one clique, all in this process (one per

@@ -182,14 +182,37 @@ loomResult_t loomGetLaunchEnv(int* rank, int* nranks, int* localRank, const char
   });
 }
 
-static loomResult_t initRankNow(loomComm_t handle, int nranks, loomUniqueId commId, int rank, double timeoutSeconds) {
+static loomResult_t initRankNow(loomComm_t handle, int nranks, loomUniqueId commId, int rank,
+                                loom::Communicator::Overrides overrides) {
   auto id = loom::bootstrap::UniqueId::parse(commId.internal);
   if (!id.isOk()) return fail(nullptr, id.status().withContext("loomCommInitRank: commId: "));
-  auto comm = loom::Communicator::create(id.value(), nranks, rank, timeoutSeconds);
+  auto comm = loom::Communicator::create(id.value(), nranks, rank, overrides);
   if (!comm.isOk()) return fail(nullptr, comm.status());
   handle->impl = std::move(comm).value();
   loom::api::registerComm(handle);
   return loomSuccess;
+}
+
+// The fields of `config` that its caller's header has (`size` covers them:
+// an older, smaller struct ends before later fields), checked.
+static loom::Result<loom::Communicator::Overrides> overridesOf(const loomConfig_t& config, int rank) {
+  auto covers = [&](size_t offset, size_t bytes) { return config.size >= offset + bytes; };
+  if (!covers(offsetof(loomConfig_t, timeoutSeconds), sizeof(double)) || config.timeoutSeconds < 0)
+    return loom::makeError(Code::kInvalidArgument,
+                           "loomCommInitRankConfig on rank %d: config->size %zu or config->timeoutSeconds %g is "
+                           "invalid (use LOOM_CONFIG_INITIALIZER)",
+                           rank, config.size, config.timeoutSeconds);
+  loom::Communicator::Overrides o;
+  o.timeoutSeconds = config.timeoutSeconds;
+  if (covers(offsetof(loomConfig_t, chunkBytes), sizeof(size_t))) {
+    if (config.chunkBytes != 0 && !loom::isValidChunkBytes(config.chunkBytes))
+      return loom::makeError(Code::kInvalidArgument,
+                             "loomCommInitRankConfig on rank %d: config->chunkBytes %zu is invalid (0 for the "
+                             "default, or a multiple of 64 from %zu to %zu)",
+                             rank, config.chunkBytes, loom::kMinChunkBytes, loom::kMaxChunkBytes);
+    o.chunkBytes = config.chunkBytes;
+  }
+  return o;
 }
 
 loomResult_t loomCommInitRank(loomComm_t* comm, int nranks, loomUniqueId commId, int rank) {
@@ -201,15 +224,11 @@ loomResult_t loomCommInitRankConfig(loomComm_t* comm, int nranks, loomUniqueId c
   return guarded(nullptr, [&]() -> loomResult_t {
     if (!comm) return fail(nullptr, loom::makeError(Code::kInvalidArgument, "loomCommInitRank: comm is NULL"));
     *comm = nullptr;
-    // Fields beyond the caller's `size` were not set by it (older headers).
-    double timeoutSeconds = 0;
+    loom::Communicator::Overrides overrides;
     if (config) {
-      if (config->size < offsetof(loomConfig_t, timeoutSeconds) + sizeof(double) || config->timeoutSeconds < 0)
-        return fail(nullptr, loom::makeError(Code::kInvalidArgument,
-                                             "loomCommInitRankConfig on rank %d: config->size %zu or "
-                                             "config->timeoutSeconds %g is invalid (use LOOM_CONFIG_INITIALIZER)",
-                                             rank, config->size, config->timeoutSeconds));
-      timeoutSeconds = config->timeoutSeconds;
+      auto read = overridesOf(*config, rank);
+      if (!read.isOk()) return fail(nullptr, read.status());
+      overrides = read.value();
     }
     if (nranks < 1)
       return fail(nullptr, loom::makeError(Code::kInvalidArgument, "loomCommInitRank: nranks %d < 1", nranks));
@@ -222,12 +241,12 @@ loomResult_t loomCommInitRankConfig(loomComm_t* comm, int nranks, loomUniqueId c
       // this is how one thread creates several ranks of one clique.
       *comm = handle;
       loom::api::deferInit([=] {
-        loomResult_t r = initRankNow(handle, nranks, commId, rank, timeoutSeconds);
+        loomResult_t r = initRankNow(handle, nranks, commId, rank, overrides);
         return r;
       });
       return loomSuccess;
     }
-    loomResult_t r = initRankNow(handle, nranks, commId, rank, timeoutSeconds);
+    loomResult_t r = initRankNow(handle, nranks, commId, rank, overrides);
     if (r != loomSuccess) {
       delete handle;
       return r;

@@ -60,10 +60,16 @@ Communicator::~Communicator() {
 }
 
 Result<std::unique_ptr<Communicator>> Communicator::create(const bootstrap::UniqueId& id, int nranks,
-                                                           int rank, double timeoutSeconds) {
+                                                           int rank, Overrides overrides) {
   std::vector<std::string> warnings;
   Config config = Config::fromEnv(&warnings);
-  if (timeoutSeconds > 0) config.timeoutSeconds = timeoutSeconds;
+  if (overrides.timeoutSeconds > 0) config.timeoutSeconds = overrides.timeoutSeconds;
+  if (overrides.chunkBytes > 0) {
+    // As if LOOM_CHUNK_SIZE were given: every backend then uses it (TCP's
+    // preference for larger chunks included).
+    config.chunkBytes = overrides.chunkBytes;
+    config.chunkBytesSet = true;
+  }
   std::unique_ptr<Communicator> comm(new Communicator(std::move(config), rank, nranks, &warnings));
   for (const auto& w : warnings) LOOM_WARN(comm->log_, kSubsysEnv, "%s", w.c_str());
   // From here on this process's writers leave WaitSignal's fence to sleepers.

@@ -42,15 +42,22 @@ class CommDevices;
 class PriorWork;
 }  // namespace cuda
 
+// Settings of one communicator that replace the environment's
+// (loomConfig_t); 0 keeps the environment's value. Validated by the caller.
+struct CommOverrides {
+  double timeoutSeconds = 0;  // LOOM_TIMEOUT
+  size_t chunkBytes = 0;      // LOOM_CHUNK_SIZE (isValidChunkBytes)
+};
+
 class Communicator {
   // The runner carries out operations with this communicator's state.
   friend class OpRunner;
 
  public:
+  using Overrides = CommOverrides;
   // Collective over all `nranks` ranks of the job named by `id`.
-  // timeoutSeconds > 0 replaces LOOM_TIMEOUT for this communicator (loomConfig_t).
   static Result<std::unique_ptr<Communicator>> create(const bootstrap::UniqueId& id, int nranks,
-                                                      int rank, double timeoutSeconds = 0);
+                                                      int rank, Overrides overrides = {});
   ~Communicator();
 
   int rank() const { return rank_; }

@@ -208,9 +208,14 @@ Result<std::unique_ptr<Communicator>> Communicator::split(int color, int key) {
   const int newRank = static_cast<int>(std::find(members.begin(), members.end(), rank_) - members.begin());
   LOOM_INFO(log_, kSubsysInit, "split: rank %d color %d key %d -> rank %d of %zu", rank_, color, key, newRank,
             members.size());
-  // The child keeps this communicator's deadline (a loomCommInitRankConfig
-  // override included), as NCCL's split inherits the parent's config.
-  auto created = Communicator::create(id.value(), static_cast<int>(members.size()), newRank, config_.timeoutSeconds);
+  // The child keeps this communicator's deadline and a chunk size that was
+  // asked for (loomCommInitRankConfig or LOOM_CHUNK_SIZE), as NCCL's split
+  // inherits the parent's config. A chunk a backend chose by itself (TCP's
+  // 2 MiB) is not passed on: the child's own backends choose again.
+  Overrides inherited;
+  inherited.timeoutSeconds = config_.timeoutSeconds;
+  inherited.chunkBytes = config_.chunkBytesSet ? config_.chunkBytes : 0;
+  auto created = Communicator::create(id.value(), static_cast<int>(members.size()), newRank, inherited);
   if (!created.isOk()) return created.status().withContext(where);
   return std::move(created).value();
 }

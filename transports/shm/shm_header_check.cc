@@ -12,7 +12,7 @@ Result<SegmentGeometry> checkSegmentHeader(const SegmentHeader& header, const Pe
                kLayoutVersion, peer);
   LOOM_ENFORCE(header.slots == expect.slots && header.chunkBytes == expect.chunkBytes, Code::kInvalidUsage,
                "shm: peer rank %d uses %u slots of %llu bytes, rank %d uses %u of %llu "
-               "(LOOM_SHM_SLOTS and LOOM_CHUNK_SIZE must match on every rank)",
+               "(LOOM_SHM_SLOTS and the chunk size, LOOM_CHUNK_SIZE or loomConfig_t.chunkBytes, must match on every rank)",
                peer, header.slots, static_cast<unsigned long long>(header.chunkBytes), expect.selfRank, expect.slots,
                static_cast<unsigned long long>(expect.chunkBytes));
   // Bounding the count first keeps every product below 2^64 (at most one

@@ -132,7 +132,7 @@ Status connectLanes(const SetupContext& ctx, const std::vector<int>& peers, int 
       why = strprintf("socket %d of %d from rank %d does not fit LOOM_NSOCKS=%d here", hello.lane, hello.lanes,
                       hello.fromRank, lanes);
     else if (hello.chunkBytes != ctx.config->chunkBytes)
-      why = strprintf("rank %d uses LOOM_CHUNK_SIZE=%llu, rank %d %zu", hello.fromRank,
+      why = strprintf("rank %d uses chunks of %llu bytes, rank %d %zu (LOOM_CHUNK_SIZE or loomConfig_t.chunkBytes)", hello.fromRank,
                       static_cast<unsigned long long>(hello.chunkBytes), ctx.rank, ctx.config->chunkBytes);
     if (!why.empty()) {
       LOOM_WARN(ctx.log, kSubsysTransport, "tcp: rank %d rejected a connection from %s: %s", ctx.rank,

@@ -89,8 +89,8 @@ std::string checkHello(const Hello& got, int self, int peer, size_t chunkBytes, 
   if (got.jobHash != jobHash)
     return strprintf("rank %d belongs to another communicator (job tag hash differs)", peer);
   if (got.chunkBytes != chunkBytes || got.slots != static_cast<uint32_t>(slots))
-    return strprintf("rank %d uses %llu-byte chunks x %u slots, rank %d %zu x %d (LOOM_CHUNK_SIZE and "
-                     "LOOM_SHM_SLOTS must match on every rank)",
+    return strprintf("rank %d uses %llu-byte chunks x %u slots, rank %d %zu x %d (LOOM_CHUNK_SIZE or "
+                     "loomConfig_t.chunkBytes, and LOOM_SHM_SLOTS, must match on every rank)",
                      peer, static_cast<unsigned long long>(got.chunkBytes), got.slots, self, chunkBytes, slots);
   return "";
 }

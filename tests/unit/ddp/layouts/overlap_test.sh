@@ -8,6 +8,7 @@
 #   ranks is a weighted mean of theirs) and Y <= X (exposed time is part of
 #   the communication time); where the line explains a low share ("at most
 #   Z% can be hidden"), Z >= N (the bound holds by construction).
+# --chunk-mb: the communicator uses the chunk asked for (LOOM_DEBUG=INFO log).
 # No timing threshold: what share is hidden depends on the machine.
 #
 # usage: overlap_test.sh LOOMRUN TRAIN_DEMO
@@ -70,4 +71,15 @@ grep -q "global batch 2048 " "$work/large.log" || fail "--model large did not se
 grep -q "last 6.1[23] MiB" "$work/large.log" || fail "the large model's last bucket is not the input layer's weight alone (6.125 MiB)"
 check_share small
 check_share large
-echo "PASS: the hidden share parses and is consistent for the default and the large model"
+
+# --chunk-mb reaches the communicator (every rank logs its Simple chunk at
+# LOOM_DEBUG=INFO), the default leaves the chunk to Loom, and a chunk outside
+# loomConfig_t.chunkBytes's range is refused naming the option.
+LOOM_DEBUG=INFO LOOM_DEBUG_SUBSYS=TUNER train chunk --chunk-mb 1
+grep -q "Loom chunk 1024 KiB (--chunk-mb)" "$work/chunk.log" || fail "--chunk-mb 1 is not reported as a 1024 KiB chunk"
+[ "$(grep -c 'Simple (1048576 B chunks)' "$work/chunk.log")" -eq 2 ] || fail "not both ranks use 1 MiB chunks with --chunk-mb 1"
+check_share chunk
+grep -q "Loom chunk LOOM_CHUNK_SIZE or Loom's default" "$work/small.log" || fail "the default run does not leave the chunk to Loom"
+if "$demo" --chunk-mb 100 >"$work/bad_chunk.log" 2>&1; then fail "--chunk-mb 100 (above 64 MiB) was accepted"; fi
+grep -q "option '--chunk-mb'" "$work/bad_chunk.log" || fail "--chunk-mb 100 is refused without naming the option"
+echo "PASS: the hidden share parses and is consistent for the default and the large model; --chunk-mb reaches Loom"
