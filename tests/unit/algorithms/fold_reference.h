@@ -171,17 +171,23 @@ T integerValue(int rank, size_t i) {
 
 // Runs fn on every rank of a fresh fabric with `slots` slots per link and
 // returns whether every rank succeeded (failures are reported).
+// Rank `rank`'s context on `fabric`: its links, the fabric's chunk, 30 s to wait.
+inline AlgoContext contextOn(testing::LoopbackFabric& fabric, int rank, int n) {
+  AlgoContext ctx;
+  ctx.rank = rank;
+  ctx.nranks = n;
+  ctx.links = &fabric.linksOf(rank);
+  ctx.wait.deadline = Deadline::after(30);
+  ctx.chunkBytes = fabric.chunkBytes();
+  return ctx;
+}
+
 inline bool runRanks(int n, size_t chunkBytes, int slots, const std::function<Status(const AlgoContext&)>& fn,
                      bool singleHost = true) {
   testing::LoopbackFabric fabric(n, chunkBytes, slots);
   std::vector<Status> results(static_cast<size_t>(n));
   testing::runRankThreads(n, [&](int rank) {
-    AlgoContext ctx;
-    ctx.rank = rank;
-    ctx.nranks = n;
-    ctx.links = &fabric.linksOf(rank);
-    ctx.wait.deadline = Deadline::after(30);
-    ctx.chunkBytes = chunkBytes;
+    AlgoContext ctx = contextOn(fabric, rank, n);
     ctx.singleHost = singleHost;
     results[static_cast<size_t>(rank)] = fn(ctx);
   });

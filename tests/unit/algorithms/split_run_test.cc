@@ -123,14 +123,8 @@ struct Steps {
   std::vector<AlgoContext> ctxs;
   Steps(int n, transport::Bulletin* (*bulletinOf)(int) = nullptr) : fabric(n, kChunkBytes, 2) {
     for (int r = 0; r < n; ++r) {
-      AlgoContext ctx;
-      ctx.rank = r;
-      ctx.nranks = n;
-      ctx.links = &fabric.linksOf(r);
-      ctx.wait.deadline = Deadline::after(30);
-      ctx.chunkBytes = kChunkBytes;
-      ctx.bulletin = bulletinOf ? bulletinOf(r) : nullptr;
-      ctxs.push_back(ctx);
+      ctxs.push_back(contextOn(fabric, r, n));
+      ctxs.back().bulletin = bulletinOf ? bulletinOf(r) : nullptr;
     }
   }
 };

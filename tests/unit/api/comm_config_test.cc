@@ -147,27 +147,28 @@ TEST(CommConfig, ChunkBytesReachesEveryRankAndASplitChildKeepsIt) {
   destroyAll(comms);
 }
 
-TEST(CommConfig, ZeroChunkBytesKeepsTheEnvironmentsChunk) {
+// Two ranks created with `config` both run with the built-in chunk.
+void expectTheDefaultChunk(const loomConfig_t& config) {
   ChunkLog log;
-  loomConfig_t config = LOOM_CONFIG_INITIALIZER;
-  EXPECT_EQ(config.chunkBytes, 0u) << "LOOM_CONFIG_INITIALIZER leaves the chunk to the environment";
   std::vector<loomComm_t> comms;
   ASSERT_EQ(initClique({config, config}, &comms), loomSuccess) << loomGetLastError(nullptr);
   EXPECT_EQ(log.ranksWithChunk(kDefaultChunk), 2);
   destroyAll(comms);
 }
 
+TEST(CommConfig, ZeroChunkBytesKeepsTheEnvironmentsChunk) {
+  loomConfig_t config = LOOM_CONFIG_INITIALIZER;
+  EXPECT_EQ(config.chunkBytes, 0u) << "LOOM_CONFIG_INITIALIZER leaves the chunk to the environment";
+  expectTheDefaultChunk(config);
+}
+
 TEST(CommConfig, AnOlderSmallerStructIgnoresTheFieldsItLacks) {
-  ChunkLog log;
   // What a caller compiled against a header without chunkBytes passes: its
   // size ends before the field, and the memory there is not its to set.
   loomConfig_t config = LOOM_CONFIG_INITIALIZER;
   config.size = offsetof(loomConfig_t, chunkBytes);
   config.chunkBytes = 1000;  // invalid, so reading it would fail the init
-  std::vector<loomComm_t> comms;
-  ASSERT_EQ(initClique({config, config}, &comms), loomSuccess) << loomGetLastError(nullptr);
-  EXPECT_EQ(log.ranksWithChunk(kDefaultChunk), 2);
-  destroyAll(comms);
+  expectTheDefaultChunk(config);
 }
 
 TEST(CommConfig, BadChunkBytesIsRefusedNamingTheFieldAndRank) {
