@@ -1,50 +1,77 @@
 #include "src/comm/executor.h"
 
 namespace loom {
+namespace {
+
+// A PendingOp as a task: the function and the completion it ends.
+class FunctionTask final : public ExecutorTask {
+ public:
+  explicit FunctionTask(PendingOp op) : op_(std::move(op)) {}
+  Status execute() override { return op_.work(); }
+  void finish(Status status) override {
+    op_.completion->complete(std::move(status));
+    delete this;
+  }
+
+ private:
+  PendingOp op_;
+};
+
+}  // namespace
 
 Executor::Executor() : worker_([this] { workerLoop(); }) {}
 
 Executor::~Executor() { shutdown(); }
 
-void Executor::submit(PendingOp op, bool wakeWorker) {
-  {
-    std::lock_guard<std::mutex> lock(queueMu_);
-    queue_.push_back(std::move(op));
-    queued_.store(queue_.size() + taken_, std::memory_order_release);
-  }
-  // A worker that has not gone to sleep sees queued_ by itself: then this is
+void Executor::submit(ExecutorTask* task, bool wakeWorker) {
+  ExecutorTask* head = incoming_.load(std::memory_order_relaxed);
+  do {
+    task->next_ = head;
+  } while (!incoming_.compare_exchange_weak(head, task, std::memory_order_release, std::memory_order_relaxed));
+  // A worker that has not gone to sleep sees the task by itself: then this is
   // a fence and one load, no system call.
   if (wakeWorker) workSignal_.notify();
 }
 
-bool Executor::runOne() {
-  PendingOp op;
-  {
-    std::lock_guard<std::mutex> lock(queueMu_);
-    if (queue_.empty()) return false;
-    op = std::move(queue_.front());
-    queue_.pop_front();
-    queued_.store(queue_.size() + taken_, std::memory_order_release);
+void Executor::submit(PendingOp op, bool wakeWorker) { submit(new FunctionTask(std::move(op)), wakeWorker); }
+
+bool Executor::takeIncoming() {
+  ExecutorTask* newestFirst = incoming_.exchange(nullptr, std::memory_order_acquire);
+  if (!newestFirst) return false;
+  ExecutorTask* oldestFirst = nullptr;
+  ExecutorTask* const last = newestFirst;
+  while (newestFirst) {
+    ExecutorTask* next = newestFirst->next_;
+    newestFirst->next_ = oldestFirst;
+    oldestFirst = newestFirst;
+    newestFirst = next;
   }
-  run(op);
+  if (takenTail_) takenTail_->next_ = oldestFirst;
+  else taken_ = oldestFirst;
+  takenTail_ = last;
   return true;
 }
 
-void Executor::run(PendingOp& op) {
+bool Executor::runOne() {
+  ExecutorTask* task = taken_;
+  if (!task) return false;
+  taken_ = task->next_;
+  if (!taken_) takenTail_ = nullptr;
   Status status;
   try {
-    status = op.work();
+    status = task->execute();
   } catch (const std::exception& e) {
     status = makeError(Code::kInternalError, "exception in operation: %s", e.what());
   }
-  op.completion->complete(std::move(status));
+  task->finish(std::move(status));
+  return true;
 }
 
 void Executor::runUntil(const CompletionPtr& target) {
   while (!target->done()) {
     std::unique_lock<std::mutex> run(runMu_, std::try_to_lock);
     if (run.owns_lock()) {
-      while (!target->done() && runOne()) {
+      while (!target->done() && (taken_ || takeIncoming()) && runOne()) {
       }
       continue;
     }
@@ -59,7 +86,6 @@ void Executor::runUntil(const CompletionPtr& target) {
 }
 
 void Executor::workerLoop() {
-  std::deque<PendingOp> batch;
   // Between batches the worker polls briefly, then yields, then sleeps: a
   // caller that queues operations back to back finds it awake and wakes
   // nobody, and an idle communicator's worker costs nothing after a moment.
@@ -67,37 +93,21 @@ void Executor::workerLoop() {
   idle.spinMicros = kIdleSpinMicros;
   idle.yieldMicros = kIdleYieldMicros;
   for (;;) {
-    (void)waitUntil([this] { return queued_.load(std::memory_order_acquire) != 0 || stopping_.load(); }, &workSignal_,
-                    idle, [] { return std::string("queued operations"); });
+    (void)waitUntil(
+        [this] { return incoming_.load(std::memory_order_acquire) != nullptr || stopping_.load(); }, &workSignal_,
+        idle, [] { return std::string("queued operations"); });
     std::lock_guard<std::mutex> run(runMu_);
-    {
-      // Everything queued so far in one take: a caller that keeps queueing
-      // meets this lock once per batch, not once per operation.
-      std::lock_guard<std::mutex> lock(queueMu_);
-      if (queue_.empty()) {  // a blocking caller ran it meanwhile, or we are stopping
-        if (stopping_.load()) return;
-        continue;
-      }
-      batch.swap(queue_);
-      taken_ = batch.size();
+    // Everything pushed so far in one take, and again until none is left: a
+    // caller that keeps queueing meets runMu_ once per batch.
+    while ((taken_ || takeIncoming()) && runOne()) {
     }
-    for (PendingOp& op : batch) {
-      this->run(op);
-      // Our reference goes now, not at the batch's end: the caller's stream
-      // usually drops the last one then, and memory is freed by the thread
-      // that allocated it (no contention on another thread's malloc arena).
-      op.completion.reset();
-    }
-    batch.clear();
-    std::lock_guard<std::mutex> lock(queueMu_);
-    taken_ = 0;
-    queued_.store(queue_.size(), std::memory_order_release);
+    if (stopping_.load() && incoming_.load(std::memory_order_acquire) == nullptr) return;
   }
 }
 
 void Executor::shutdown() {
   {
-    std::lock_guard<std::mutex> lock(queueMu_);
+    std::lock_guard<std::mutex> lock(stopMu_);
     if (stopping_.load() && !worker_.joinable()) return;
     stopping_.store(true);
   }

@@ -5,12 +5,16 @@
 // wake-up on the latency path). Between batches the worker polls a moment
 // before it sleeps, so operations queued back to back wake nobody.
 //
+// Queueing takes no lock: a task is pushed onto a lock-free list with one
+// compare-and-swap, and whoever runs tasks takes the whole list at once. A
+// mutex there had the caller and the worker of a stream loop meet in the
+// kernel (futex waits and wakes) on most calls.
+//
 // Exactly one thread runs operations at a time (runMu_), so the transports and
 // algorithms below never see concurrent calls on one communicator.
 #pragma once
 
 #include <atomic>
-#include <deque>
 #include <functional>
 #include <mutex>
 #include <thread>
@@ -19,6 +23,24 @@
 #include "common/wait.h"
 
 namespace loom {
+
+// One queued operation. Intrusive (the executor links tasks through them), so
+// queueing one allocates nothing; its owner keeps it alive until finish().
+class ExecutorTask {
+ public:
+  // The operation itself, on the thread that runs it.
+  virtual Status execute() = 0;
+  // Its outcome; the executor touches the task no more once this is called
+  // (it may free itself here).
+  virtual void finish(Status status) = 0;
+
+ protected:
+  ~ExecutorTask() = default;
+
+ private:
+  friend class Executor;
+  ExecutorTask* next_ = nullptr;
+};
 
 struct PendingOp {
   std::function<Status()> work;  // the whole operation, including waits on stream predecessors
@@ -32,8 +54,10 @@ class Executor {
   Executor(const Executor&) = delete;
   Executor& operator=(const Executor&) = delete;
 
-  // Queues `op`. With wakeWorker, the worker thread will run it; otherwise the
-  // caller is expected to call runUntil(op.completion).
+  // Queues `task`. With wakeWorker, the worker thread will run it; otherwise
+  // the caller is expected to call runUntil() on the task's completion.
+  void submit(ExecutorTask* task, bool wakeWorker);
+  // The same for a function and the completion it ends (one allocation).
   void submit(PendingOp op, bool wakeWorker);
   // Runs queued operations on this thread until `target` has completed.
   void runUntil(const CompletionPtr& target);
@@ -43,9 +67,9 @@ class Executor {
   // caller must submit() instead, so the queue's order is kept.
   std::unique_lock<std::mutex> inlineTurn() {
     std::unique_lock<std::mutex> run(runMu_, std::try_to_lock);
-    // With runMu_ held the queue can only grow, so a zero count read here
-    // means nothing queued came before this call (as the locked check would).
-    if (run.owns_lock() && queued_.load(std::memory_order_acquire) != 0) run.unlock();
+    // With runMu_ held the queue can only grow, so an empty queue seen here
+    // means nothing queued came before this call.
+    if (run.owns_lock() && (taken_ != nullptr || incoming_.load(std::memory_order_acquire) != nullptr)) run.unlock();
     return run;
   }
   // Stops the worker after the queue is empty (idempotent).
@@ -53,24 +77,26 @@ class Executor {
 
  private:
   void workerLoop();
-  // Pops and runs one operation; false if the queue was empty. Needs runMu_.
+  // Moves every pushed task, oldest first, behind the taken ones; false if
+  // none was pushed. Needs runMu_.
+  bool takeIncoming();
+  // Runs the oldest taken task; false if none is taken. Needs runMu_.
   bool runOne();
-  // Runs `op` and completes its completion. Needs runMu_.
-  static void run(PendingOp& op);
 
   // The worker's idle wait between batches: short, since a caller queueing
   // operations back to back should find it awake.
   static constexpr int kIdleSpinMicros = 5;
   static constexpr int kIdleYieldMicros = 50;
 
-  std::mutex queueMu_;
   WaitSignal workSignal_;  // notified by submit(wakeWorker) and shutdown
-  std::deque<PendingOp> queue_;
-  // Operations submitted and not yet run (queue_ plus the worker's batch), changed
-  // under queueMu_, read without it by inlineTurn.
-  std::atomic<size_t> queued_{0};
-  size_t taken_ = 0;           // the worker's batch: taken from queue_, not all run yet
-  std::atomic<bool> stopping_{false};  // set under queueMu_
+  // Pushed and not yet taken, newest first (a lock-free stack).
+  std::atomic<ExecutorTask*> incoming_{nullptr};
+  // Taken and not yet run, oldest first; only under runMu_. On a line of
+  // their own, away from what the queueing thread writes.
+  alignas(64) ExecutorTask* taken_ = nullptr;
+  ExecutorTask* takenTail_ = nullptr;
+  std::atomic<bool> stopping_{false};
+  std::mutex stopMu_;  // shutdown's once
   std::mutex runMu_;
   std::thread worker_;
 };

@@ -56,12 +56,12 @@ struct OpRunner::Run {
 };
 
 // A queued operation in one allocation: the completion its stream and callers
-// share, plus what the executor needs to run it. The executor's work captures
-// two pointers only (std::function keeps them inline, no second allocation),
-// and the queue entry's completion keeps this object alive.
-struct OpRunner::Queued final : Completion {
+// share, and the executor's task that runs it. The executor holds it through
+// `self` until it ran.
+struct OpRunner::Queued final : Completion, ExecutorTask {
+  OpRunner* runner = nullptr;
   algo::CollArgs args;
-  OpWork work;
+  std::unique_ptr<OpWork> work;  // other work than a collective of the registry
   Run run;
   CompletionPtr after;  // the stream predecessor, dropped once this op ran (no chain of old ops)
   std::shared_ptr<cuda::PriorWork> devicePrior;
@@ -69,6 +69,27 @@ struct OpRunner::Queued final : Completion {
   // whatever its status, so later work on the CUDA stream never waits on a
   // failed op (its error is the communicator's and the stream's).
   cuda::StreamOrderTicket deviceOrder;
+  CompletionPtr self;  // the executor's reference
+
+  Status execute() override {
+    struct DropPredecessor {
+      Queued* op;
+      ~DropPredecessor() {
+        op->deviceOrder.release();
+        op->run.after = nullptr;
+        op->run.devicePrior = nullptr;
+        op->after.reset();
+        op->devicePrior.reset();
+      }
+    } drop{this};
+    return runner->run(run);
+  }
+  void finish(Status status) override {
+    // The last reference may be this one (the stream and the caller let go):
+    // it goes after the completion, which is this object.
+    CompletionPtr keep = std::move(self);
+    complete(std::move(status));
+  }
 };
 
 const char* OpRunner::nameOf(const Run& run) {
@@ -129,8 +150,8 @@ CompletionPtr OpRunner::enqueueAsync(const algo::CollArgs& args, Stream* stream,
 
 CompletionPtr OpRunner::enqueueAsync(OpWork work, Stream* stream) {
   auto op = std::make_shared<Queued>();
-  op->work = std::move(work);
-  op->run.work = &op->work;
+  op->work = std::make_unique<OpWork>(std::move(work));
+  op->run.work = op->work.get();
   return enqueueAsync(std::move(op), stream);
 }
 
@@ -152,22 +173,11 @@ CompletionPtr OpRunner::enqueueAsync(std::shared_ptr<Queued> op, Stream* stream)
     op->deviceOrder = device->reserveOrder();
     deviceSequence = op->deviceOrder.sequence();
   }
-  CompletionPtr completion = op;
+  op->runner = this;
   Queued* raw = op.get();
-  auto work = [this, raw] {
-    struct DropPredecessor {
-      Queued* op;
-      ~DropPredecessor() {
-        op->deviceOrder.release();
-        op->run.after = nullptr;
-        op->run.devicePrior = nullptr;
-        op->after.reset();
-        op->devicePrior.reset();
-      }
-    } drop{raw};
-    return run(raw->run);
-  };
-  c.executor_->submit({std::move(work), std::move(op)}, true);
+  CompletionPtr completion = op;
+  raw->self = std::move(op);
+  c.executor_->submit(raw, true);
   if (device) {
     if (Status s = device->orderAfter(deviceSequence); !s.isOk() && !c.failed_.load())
       c.recordError(

@@ -28,7 +28,9 @@ const char* opPhaseName(OpPhase phase) {
 // One operation's entry. Every field is an atomic written with relaxed stores
 // by the enqueuing or the running thread; `stamp` = (id << 2) | OpState is
 // written last (release) and re-read by snapshot() to reject torn entries.
-struct FlightRecorder::Slot {
+// Cache-line aligned: the enqueuing thread fills the next slot while the
+// worker advances the one before it.
+struct alignas(64) FlightRecorder::Slot {
   static constexpr uint64_t kUnused = UINT64_MAX;
   std::atomic<uint64_t> stamp{kUnused};
   std::atomic<int64_t> seq{-1};

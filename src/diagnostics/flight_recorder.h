@@ -106,9 +106,12 @@ class FlightRecorder {
   const size_t mask_;  // capacity_ - 1 when a power of two, else 0
   const std::string defaultPeers_;
   std::unique_ptr<Slot[]> slots_;  // slots_[id % capacity]
-  std::atomic<uint64_t> nextId_{0};
+  // Written by the enqueuing thread, and below by the running one: on
+  // separate cache lines, since with a stream those are two threads on two
+  // cores, and a shared line moved between them on every operation.
+  alignas(64) std::atomic<uint64_t> nextId_{0};
   std::atomic<int64_t> nextSeq_{0};
-  std::atomic<uint64_t> runningId_{UINT64_MAX};
+  alignas(64) std::atomic<uint64_t> runningId_{UINT64_MAX};
   std::atomic<uint64_t> progress_{0};
   std::atomic<uint8_t> phase_{0};
   // Guards the rare texts: peers_ and errors_ (one per slot, allocated lazily).
