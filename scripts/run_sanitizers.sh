@@ -100,8 +100,8 @@ run_asan() {
 # The TSan job's binaries and the unit tests it runs from them.
 # engine_test: the device engine's protocol with host threads as ranks and
 # blocks (its mutation tests race on purpose and are left out).
-TSAN_TARGETS=(shm_transport_test shm_ll_algorithms_test api_test collectives_test engine_test)
-TSAN_UNIT_TESTS='^(Api\.|CppWrapper\.|Shm|LocalBootstrap\.|kernels_cuda\.Engine(Collectives|Layout|CallError|Failures)\.)'
+TSAN_TARGETS=(comm_executor_test shm_transport_test shm_ll_algorithms_test api_test collectives_test engine_test)
+TSAN_UNIT_TESTS='^(Executor\.|Api\.|CppWrapper\.|Shm|LocalBootstrap\.|kernels_cuda\.Engine(Collectives|Layout|CallError|Failures)\.)'
 # Asserts a wall-time bound (waits must not busy-spin) that TSan's 5-15x
 # slowdown breaks; its threads and waits are the ones the other Shm tests run.
 TSAN_UNIT_EXCLUDED='^ShmPerf\.OversubscribedPingPongFinishesQuickly$'
