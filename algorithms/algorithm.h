@@ -56,6 +56,9 @@ struct AlgoContext {
   // Plain shared memory with every other rank (transport.h), or null; set
   // on every rank or on none, whatever the protocol.
   transport::SharedWindows* windows = nullptr;
+  // windows->readPeer/writePeer work between every pair of ranks (agreed
+  // by all); set only with `windows`.
+  bool peerCopies = false;
   bool singleHost = true;  // every rank on this host (shared-memory-only algorithms apply)
   // Which ranks share a host (the communicator's, immutable, outlives the
   // call); null: unknown, treated as one host (rank-order rings).

@@ -130,6 +130,14 @@ Cost windowAllReduceCost(const CostQuery& q) {
   return Cost::of({2.0 * pieces(q.bytes, 1024.0 * 1024.0), 2.0 * moved, moved});
 }
 
+// Direct all-reduce: two phase ends per call; each rank reads (n-1)/n of
+// the vector from its peers, folds its slice and writes (n-1)/n to them.
+Cost directAllReduceCost(const CostQuery& q) {
+  const int n = q.nranks;
+  const double moved = 1.0 * (n - 1) / n * q.bytes;
+  return Cost::of({2.0, 2.0 * moved, moved});
+}
+
 Cost deterministicAllReduceCost(const CostQuery& q) {
   return Cost::of(deterministic(q.nranks, q.bytes, q.chunkBytes, true));
 }

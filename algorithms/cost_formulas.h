@@ -14,6 +14,7 @@ Cost halvingDoublingCost(const CostQuery& q);
 Cost doubleBinaryTreeCost(const CostQuery& q);
 Cost oneShotCost(const CostQuery& q);
 Cost windowAllReduceCost(const CostQuery& q);
+Cost directAllReduceCost(const CostQuery& q);
 Cost deterministicAllReduceCost(const CostQuery& q);  // and reduce: the same two hops
 Cost deterministicReduceScatterCost(const CostQuery& q);
 Cost chainBroadcastCost(const CostQuery& q);

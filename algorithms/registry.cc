@@ -2,6 +2,7 @@
 
 #include "algorithms/cost_formulas.h"
 #include "algorithms/deterministic.h"
+#include "algorithms/direct_allreduce.h"
 #include "algorithms/halving_doubling.h"
 #include "algorithms/hierarchical.h"
 #include "algorithms/one_shot.h"
@@ -41,6 +42,8 @@ const std::vector<AlgorithmInfo>& allAlgorithms() {
       {.name = "tree", .type = CollType::kAllReduce, .run = treeAllReduce, .cost = doubleBinaryTreeCost},
       {.name = "window", .type = CollType::kAllReduce, .run = windowAllReduce, .cost = windowAllReduceCost,
        .applies = windowAllReduceApplies, .protocols = protocolBit(transport::Protocol::kSimple)},
+      {.name = "direct", .type = CollType::kAllReduce, .run = directAllReduce, .cost = directAllReduceCost,
+       .applies = directAllReduceApplies, .protocols = protocolBit(transport::Protocol::kSimple)},
       {.name = "tree", .type = CollType::kBroadcast, .run = treeBroadcast, .cost = treeBroadcastCost},
       {.name = "tree", .type = CollType::kReduce, .run = treeReduce, .cost = treeReduceCost},
       // Two-level all-reduce across hosts (two or more hosts, equal ranks per host).

@@ -4,23 +4,11 @@
 #include <cstring>
 #include <vector>
 
+#include "algorithms/patterns/slices.h"
 #include "algorithms/primitives.h"
 #include "algorithms/rank_order_fold.h"
 
 namespace loom::algo {
-namespace {
-
-// Where rank q's slice of a round of `len` elements starts: slices split
-// the round evenly, on cache-line boundaries so that no two ranks' slices
-// share a line of anybody's output.
-size_t sliceBegin(size_t len, int q, int n, size_t elemSize) {
-  if (q >= n) return len;
-  const size_t lineElems = std::max<size_t>(1, 64 / elemSize);
-  return std::min(len, len * static_cast<size_t>(q) / static_cast<size_t>(n) / lineElems * lineElems);
-}
-
-}  // namespace
-
 Status windowAllReduce(const CollArgs& args, const AlgoContext& ctx) {
   if (ctx.nranks == 1) return reduceOnOneRank(args);
   LOOM_ENFORCE(ctx.windows != nullptr, Code::kInternalError,

@@ -104,6 +104,7 @@ const std::vector<KnobDoc>& configKnobs() {
       {"LOOM_CHUNK_SIZE", kData, "256K", "bytes per pipelined chunk (one FIFO slot); K/M suffixes; multiple of 64, 4K..64M; unset: 2M where only TCP serves pairs; loomConfig_t.chunkBytes replaces it for one communicator", "transports, algorithms"},
       {"LOOM_SHM_SLOTS", kData, "4", "chunks in flight per shared-memory connection (2..64)", "transports/shm"},
       {"LOOM_SHM_DIR", kData, "/dev/shm", "directory of shared-memory segments", "transports/shm"},
+      {"LOOM_SHM_SINGLE_COPY", kData, "1", "1: ranks on one host copy straight between each other's buffers (process_vm_readv/writev; memcpy between ranks that are threads of one process) where the kernel allows it, checked once per communicator; the direct all-reduce needs it. 0: data between ranks goes through shared-memory segments only", "transports/shm"},
       {"LOOM_TRANSPORT", kTransports, "", "force one transport for every peer: shm, ib, ucx, tcp (e.g. tcp to test TCP on one host); empty: shared memory within a host; across hosts ib if a device exists, else ucx if built in, else tcp", "src/comm (transport policy)"},
       {"LOOM_SHM_DISABLE", kTransports, "0", "1: never use shared memory (peers on this host go over the network transports)", "src/comm (transport policy)"},
       {"LOOM_IB_DISABLE", kTransports, "0", "1: never use the verbs (InfiniBand/RoCE) transport", "src/comm (transport policy)"},
@@ -114,7 +115,7 @@ const std::vector<KnobDoc>& configKnobs() {
       {"LOOM_NSOCKS", kTcp, "2", "TCP sockets per peer that chunks are striped over (1..16)", "transports/tcp"},
       {"LOOM_SOCKET_IFNAME", kTcp, "", "interfaces TCP listens on, as NCCL_SOCKET_IFNAME: comma list of name prefixes, ^ excludes, = exact names (eth0, ^docker,lo, =eth0); empty: first interface up that is not docker* or lo, else lo", "transports/tcp"},
       {"LOOM_TCP_TEST_DELAY_US", kTcp, "0", "tests and benchmarks only: the TCP transport holds each chunk this many microseconds after commit before sending it (emulated link latency; 0..1000000)", "transports/tcp"},
-      {"LOOM_ALGO", kTuning, "", "algorithms the tuner may pick: comma list (ring, rd, tree, hd, oneshot, window, chain, deterministic), ^ excludes, per collective as allreduce:tree,ring;broadcast:chain; case-insensitive; empty lets Loom choose. The device engine follows it where it can (ring, tree)", "src/tuner"},
+      {"LOOM_ALGO", kTuning, "", "algorithms the tuner may pick: comma list (ring, rd, tree, hd, oneshot, window, direct, chain, deterministic), ^ excludes, per collective as allreduce:tree,ring;broadcast:chain; case-insensitive; empty lets Loom choose. The device engine follows it where it can (ring, tree)", "src/tuner"},
       {"LOOM_PROTO", kTuning, "", "protocols the tuner and the device engine may pick: simple, ll; same syntax as LOOM_ALGO; empty lets Loom choose", "src/tuner"},
       {"LOOM_TUNING_FILE", kTuning, "", "text file of cost-model parameters (alpha, bandwidth or measured points per collective, algorithm, protocol, nranks; format in src/tuner/tuning_table.h; written by perf/tune.sh) read after the built-in defaults", "src/tuner"},
       {"LOOM_DETERMINISTIC", kTuning, "0", "1: all-reduce, reduce and reduce-scatter of floating-point data use the deterministic algorithm (identical results run to run), whatever LOOM_ALGO says", "src/tuner"},
@@ -261,6 +262,11 @@ Config Config::fromEnv(std::vector<std::string>* warnings) {
   if (const char* v = readKnob("LOOM_YIELD_US"); v && *v)
     if (!parseInt(v, 0, 10000000, &c.yieldMicros)) warn("LOOM_YIELD_US", v, "expected microseconds in [0, 1e7]");
   if (const char* v = readKnob("LOOM_SHM_DIR"); v && *v) c.shmDir = v;
+  if (const char* v = readKnob("LOOM_SHM_SINGLE_COPY"); v && *v) {
+    int on = 1;
+    if (!parseInt(v, 0, 1, &on)) warn("LOOM_SHM_SINGLE_COPY", v, "expected 0 or 1");
+    else c.shmSingleCopy = on == 1;
+  }
   if (const char* v = readKnob("LOOM_TRANSPORT"); v && *v) {
     const std::string t = v;
     if (t != "shm" && t != "ib" && t != "ucx" && t != "tcp") warn("LOOM_TRANSPORT", v, "expected shm, ib, ucx or tcp");

@@ -27,6 +27,7 @@ struct Config {
   bool spinMicrosSet = false;          // LOOM_SPIN_US was given (else oversubscribed hosts spin 0)
   int yieldMicros = 200;               // LOOM_YIELD_US: sched_yield polling before a wait sleeps
   std::string shmDir = "/dev/shm";     // LOOM_SHM_DIR: where shared-memory segments live
+  bool shmSingleCopy = true;           // LOOM_SHM_SINGLE_COPY: copy straight between ranks' buffers where the kernel allows
   std::string transport;               // LOOM_TRANSPORT: force one transport for every peer (shm, ib, ucx, tcp; empty: per-peer choice)
   std::vector<std::string> disabledTransports;  // LOOM_SHM_DISABLE, LOOM_IB_DISABLE, LOOM_UCX_DISABLE, LOOM_TCP_DISABLE =1 (lower-case names)
   int tcpTestDelayMicros = 0;          // LOOM_TCP_TEST_DELAY_US: test only, holds each TCP chunk this long before sending (emulated latency)

@@ -143,6 +143,24 @@ class SharedWindows {
   virtual Status arrive(uint64_t tag, const WaitContext& wait) = 0;
   // Phases this rank has ended: the same on every rank between calls.
   virtual uint64_t phasesEnded() const = 0;
+
+  // Copies straight between this rank's memory and a peer's private memory
+  // (its user buffers, by the addresses it published in its window): one
+  // copy where passing data through a window takes two. Only where
+  // peerCopies() says so; it may differ between ranks, so the communicator
+  // agrees on it before any algorithm relies on it. The same phase rules
+  // apply: a rank touches a peer's buffer only between the phase ends that
+  // the algorithm's contract names.
+  virtual bool peerCopies() const { return false; }
+  // `bytes` from `remote` (an address in `rank`'s address space) to `local`.
+  virtual Status readPeer(int rank, void*, const void*, size_t) { return noPeerCopies(rank); }
+  // `bytes` from `local` to `remote` in `rank`'s address space.
+  virtual Status writePeer(int rank, const void*, void*, size_t) { return noPeerCopies(rank); }
+
+ private:
+  static Status noPeerCopies(int rank) {
+    return makeError(Code::kInternalError, "shared windows: no direct copies with rank %d here", rank);
+  }
 };
 
 // Everything a transport needs while connecting a communicator.

@@ -238,6 +238,7 @@ class Communicator {
   // all-reduce; null unless every rank has one, so all take the same path.
   transport::Bulletin* bulletin_ = nullptr;
   transport::SharedWindows* windows_ = nullptr;  // the same for the shared windows
+  bool peerCopies_ = false;  // windows_->peerCopies() holds on every rank
   bool singleHost_ = true;   // every peer on this host
   std::unique_ptr<const algo::HostLayout> hostLayout_;  // from the peer table, for AlgoContext::hosts
   std::atomic<bool> abort_{false};

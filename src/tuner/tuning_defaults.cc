@@ -130,6 +130,19 @@ allreduce  rd  simple  4  9.6  0.8
 allreduce  window  simple  *  10   0.8  8
 allreduce  window  simple  2  1.0  7.5  8
 
+# The direct all-reduce (algorithms/direct_allreduce.h) copies between the
+# ranks' buffers once instead of through windows. At 2 ranks, forced, 40
+# calls per size (2026-11-27): 16 KiB 5.4 us against the tuner's 6.6, 64 KiB
+# 8.4 vs 11.5, 256 KiB 23-29 vs 44, 1 MiB 134-156 vs window 211-222 and tree
+# 215-220, 4 MiB 740-840 vs 811; from 16 MiB out of place it was level or
+# slower (64 MiB 23 vs 20 ms). A phase end then costs ~1.5 us and the bytes
+# move at ~10 GB/s, which makes it the pick from a few KiB to some MiB and
+# leaves the largest sizes to the online tuner. At 4 ranks on 2 cores it
+# was level with the windowed all-reduce (1 MiB 630-800 vs 690 us): the same
+# parameters, so the online tuner times both.
+allreduce  direct  simple  *  10   0.8  8
+allreduce  direct  simple  2  1.5  10   8
+
 # Halving-doubling changes partner every step; at 4 ranks its large-buffer
 # times were 2-10x the ring's (1 MiB: 13.8 ms vs 1.6 ms). At 128 KiB,
 # though, the ring's 6 lockstep steps cost more than hd's 4: on the second

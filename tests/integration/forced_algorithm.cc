@@ -16,7 +16,7 @@ enum class Limit {
   kNone,
   kOneChunk,    // rd: the whole vector fits one chunk of the protocol in use
   kOneShotMax,  // oneshot: at most kOneShotMaxBytes (64 KiB) on one host
-  kSimpleOnly,  // window: any size, Simple protocol only (it moves nothing over links)
+  kSimpleOnly,  // window, direct: any size, Simple protocol only (they move nothing over links)
 };
 struct AlgorithmLimits {
   const char* name;
@@ -30,6 +30,7 @@ constexpr AlgorithmLimits kAlgorithms[] = {
     {"tree", {true, true, true, false, false}, Limit::kNone},
     {"oneshot", {true, false, false, false, false}, Limit::kOneShotMax},
     {"window", {true, false, false, false, false}, Limit::kSimpleOnly},
+    {"direct", {true, false, false, false, false}, Limit::kSimpleOnly},
     {"chain", {false, true, true, false, false}, Limit::kNone},
     {"deterministic", {true, false, true, true, false}, Limit::kNone},
 };
@@ -79,7 +80,7 @@ bool ForcedAlgorithm::parseEnvironment(size_t chunkBytes, std::string* error) {
     algo_ = lowerCase(v);
     if (!findAlgorithm(algo_)) {
       *error = std::string("LOOM_ALGO=") + v +
-               ": collectives_test checks only one algorithm name (ring, rd, hd, tree, oneshot, window, chain, "
+               ": collectives_test checks only one algorithm name (ring, rd, hd, tree, oneshot, window, direct, chain, "
                "deterministic); add the algorithm's limits to tests/integration/forced_algorithm.cc";
       return false;
     }

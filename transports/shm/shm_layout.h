@@ -162,6 +162,12 @@ struct WindowControl {
   std::atomic<uint64_t> tags[2] = {0, 0};
   // Notified after phase advances; written by readers only when they go to sleep.
   alignas(kCacheLineBytes) WaitSignal arrived;
+  // The owner's process and where this block lies in the owner's address
+  // space, written once at creation: a peer that reads ownerAddress back
+  // through process_vm_readv at that address knows it may copy straight
+  // from and to the owner's buffers (shm_windows.h).
+  alignas(kCacheLineBytes) uint64_t ownerPid = 0;
+  uint64_t ownerAddress = 0;
 };
 
 static_assert(sizeof(FifoControl) <= kPageBytes, "FIFO control block must fit one page");

@@ -7,6 +7,8 @@
 #include <optional>
 #include <vector>
 
+#include <unistd.h>
+
 #include "bootstrap/bootstrap.h"
 #include "common/format.h"
 #include "transports/shm/shm_bulletin.h"
@@ -114,7 +116,10 @@ Status ShmTransport::createOwnSegment(const SetupContext& ctx) {
   bulletinViews_[ctx.rank] = BulletinView{new (bulletin) BulletinControl{}, bulletin + kPageBytes, g.bulletinStride,
                                           g.bulletinCapacity};
   std::byte* window = ownMapping_.data() + g.windowOffset;
-  windowViews_[ctx.rank] = WindowView{new (window) WindowControl{}, window + kPageBytes, g.windowBytes};
+  auto* windowControl = new (window) WindowControl{};
+  windowControl->ownerPid = static_cast<uint64_t>(getpid());
+  windowControl->ownerAddress = reinterpret_cast<uintptr_t>(windowControl);
+  windowViews_[ctx.rank] = WindowView{windowControl, window + kPageBytes, g.windowBytes};
   LOOM_INFO(ctx.log, kSubsysTransport,
             "shm: created %s (%u inbound FIFOs x (%u slots x %llu bytes + LL %u x %llu bytes), %llu bytes)",
             own_.path().c_str(), fifoCount, g.slots, static_cast<unsigned long long>(g.chunkBytes), g.llSlots,
@@ -264,6 +269,11 @@ Status ShmTransport::connect(const SetupContext& ctx, const std::vector<int>& pe
   if (!peers_.empty() && static_cast<int>(peers_.size()) == ctx.nranks - 1) {
     bulletin_ = std::make_unique<ShmBulletin>(ctx.rank, bulletinViews_);
     windows_ = std::make_unique<ShmWindows>(ctx.rank, windowViews_);
+    if (ctx.config->shmSingleCopy) windows_->enablePeerCopies();
+    LOOM_INFO(ctx.log, kSubsysTransport, "shm: direct copies with peers' buffers %s",
+              windows_->peerCopies() ? "work (process_vm_readv)"
+                                     : ctx.config->shmSingleCopy ? "refused by the kernel (windows only)"
+                                                                 : "off (LOOM_SHM_SINGLE_COPY=0)");
   }
   connected_ = true;
   return Status::ok();

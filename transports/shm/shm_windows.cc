@@ -1,5 +1,11 @@
 #include "transports/shm/shm_windows.h"
 
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
 #include "common/format.h"
 
 namespace loom::transport::shm {
@@ -57,6 +63,87 @@ Status ShmWindows::arrive(uint64_t tag, const WaitContext& wait) {
                        selfRank_, static_cast<unsigned long long>(tag));
   }
   return Status::ok();
+}
+
+namespace {
+
+// One process_vm_readv/writev call moves at most what the kernel takes in
+// one go (it may stop short, e.g. at IOV_MAX pages); loop over the rest.
+template <class Fn>
+ssize_t copyAll(Fn call, std::byte* local, std::byte* remote, size_t bytes) {
+  size_t done = 0;
+  while (done < bytes) {
+    iovec l{local + done, bytes - done}, r{remote + done, bytes - done};
+    const ssize_t n = call(&l, &r);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return n < 0 ? -1 : static_cast<ssize_t>(done);
+    done += static_cast<size_t>(n);
+  }
+  return static_cast<ssize_t>(done);
+}
+
+}  // namespace
+
+void ShmWindows::enablePeerCopies() {
+  peerCopies_ = false;
+  if (!misuse_.isOk()) return;
+  const int n = static_cast<int>(views_.size());
+  const uint64_t self = static_cast<uint64_t>(getpid());
+  std::vector<int> pids(static_cast<size_t>(n), 0);
+  for (int r = 0; r < n; ++r) {
+    const WindowControl& c = *views_[r].control;
+    if (c.ownerPid == 0 || c.ownerAddress == 0) return;
+    // The same process (ranks as threads) copies with memcpy; the block is
+    // then either this very mapping or the owner's own one of the segment.
+    const bool here = c.ownerPid == self;
+    if (here && c.ownerAddress == reinterpret_cast<uintptr_t>(&c)) continue;
+    // Read the owner's own record of its address, at that address, in its
+    // process: only the right process (and a kernel that allows the read)
+    // gives it back, and a wrong address fails instead of faulting.
+    uint64_t seen = 0;
+    iovec l{&seen, sizeof seen};
+    const auto field = reinterpret_cast<const std::byte*>(&c.ownerAddress) - reinterpret_cast<const std::byte*>(&c);
+    iovec rem{reinterpret_cast<void*>(c.ownerAddress + static_cast<uint64_t>(field)), sizeof seen};
+    if (process_vm_readv(static_cast<pid_t>(c.ownerPid), &l, 1, &rem, 1, 0) != sizeof seen || seen != c.ownerAddress)
+      return;
+    if (!here) pids[r] = static_cast<int>(c.ownerPid);
+  }
+  pids_ = std::move(pids);
+  peerCopies_ = true;
+}
+
+Status ShmWindows::readPeer(int rank, void* local, const void* remote, size_t bytes) {
+  LOOM_ENFORCE(peerCopies_ && rank >= 0 && rank < static_cast<int>(pids_.size()), Code::kInternalError,
+               "shm windows of rank %d: no direct copies from rank %d", selfRank_, rank);
+  if (bytes == 0) return Status::ok();
+  const pid_t pid = pids_[rank];
+  if (pid == 0) {
+    std::memcpy(local, remote, bytes);
+    return Status::ok();
+  }
+  auto* l = static_cast<std::byte*>(local);
+  auto* r = static_cast<std::byte*>(const_cast<void*>(remote));
+  const ssize_t n = copyAll([&](iovec* li, iovec* ri) { return process_vm_readv(pid, li, 1, ri, 1, 0); }, l, r, bytes);
+  if (n == static_cast<ssize_t>(bytes)) return Status::ok();
+  return makeError(Code::kSystemError, "rank %d reading %zu bytes at %p of rank %d (pid %d): %s", selfRank_, bytes,
+                   remote, rank, static_cast<int>(pid), n < 0 ? std::strerror(errno) : "short copy");
+}
+
+Status ShmWindows::writePeer(int rank, const void* local, void* remote, size_t bytes) {
+  LOOM_ENFORCE(peerCopies_ && rank >= 0 && rank < static_cast<int>(pids_.size()), Code::kInternalError,
+               "shm windows of rank %d: no direct copies to rank %d", selfRank_, rank);
+  if (bytes == 0) return Status::ok();
+  const pid_t pid = pids_[rank];
+  if (pid == 0) {
+    std::memcpy(remote, local, bytes);
+    return Status::ok();
+  }
+  auto* l = static_cast<std::byte*>(const_cast<void*>(local));
+  auto* r = static_cast<std::byte*>(remote);
+  const ssize_t n = copyAll([&](iovec* li, iovec* ri) { return process_vm_writev(pid, li, 1, ri, 1, 0); }, l, r, bytes);
+  if (n == static_cast<ssize_t>(bytes)) return Status::ok();
+  return makeError(Code::kSystemError, "rank %d writing %zu bytes at %p of rank %d (pid %d): %s", selfRank_, bytes,
+                   remote, rank, static_cast<int>(pid), n < 0 ? std::strerror(errno) : "short copy");
 }
 
 }  // namespace loom::transport::shm

@@ -32,10 +32,24 @@ class ShmWindows final : public SharedWindows {
   Status arrive(uint64_t tag, const WaitContext& wait) override;
   uint64_t phasesEnded() const override { return phases_; }
 
+  // Checks that this process can copy straight from and to every peer's
+  // memory, and if so turns peerCopies() on. A peer in this process (ranks
+  // as threads) is copied with memcpy; one in another process with
+  // process_vm_readv/writev, which the kernel allows only where this process
+  // may ptrace the peer (same user, Yama's ptrace_scope, a container's
+  // seccomp profile, the same PID namespace): so each peer's control block is
+  // read back through it once, here, rather than assumed.
+  void enablePeerCopies();
+  bool peerCopies() const override { return peerCopies_; }
+  Status readPeer(int rank, void* local, const void* remote, size_t bytes) override;
+  Status writePeer(int rank, const void* local, void* remote, size_t bytes) override;
+
  private:
   int selfRank_;
   std::vector<WindowView> views_;
   uint64_t phases_ = 0;  // phases this rank has ended
+  bool peerCopies_ = false;
+  std::vector<int> pids_;  // by rank, for peerCopies_; 0: this process (plain memcpy)
   Status misuse_;
 };
 

@@ -11,34 +11,14 @@
 
 #include "algorithms/window_allreduce.h"
 #include "tests/unit/algorithms/fold_reference.h"
-#include "transports/shm/shm_windows.h"
+#include "tests/unit/algorithms/heap_windows.h"
 
 namespace loom::algo {
 namespace {
 
 using namespace testref;
 
-// Every rank's window in this process's heap, zeroed like a fresh segment;
-// the phases go on from one run to the next, as in a communicator.
-class HeapWindows {
- public:
-  HeapWindows(int n, size_t bytes) {
-    using namespace transport::shm;
-    std::vector<WindowView> views;
-    for (int r = 0; r < n; ++r) {
-      controls_.push_back(std::make_unique<WindowControl>());
-      data_.emplace_back(bytes / 8, 0);
-      views.push_back({controls_.back().get(), reinterpret_cast<std::byte*>(data_.back().data()), bytes});
-    }
-    for (int r = 0; r < n; ++r) windows_.push_back(std::make_unique<ShmWindows>(r, views));
-  }
-  transport::SharedWindows* of(int rank) const { return windows_[static_cast<size_t>(rank)].get(); }
-
- private:
-  std::vector<std::unique_ptr<transport::shm::WindowControl>> controls_;
-  std::vector<std::vector<uint64_t>> data_;
-  std::vector<std::unique_ptr<transport::shm::ShmWindows>> windows_;
-};
+using loom::testing::HeapWindows;
 
 // The windows of the test running now (runAllReduce takes a plain function).
 const HeapWindows* gWindows = nullptr;

@@ -3,9 +3,15 @@
 // transport and over windows in this process's heap; the reports of a
 // mismatched tag, a silent peer and an abort, and the sleeping waiter.
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <new>
 #include <memory>
 #include <string>
 #include <thread>
@@ -185,6 +191,113 @@ TEST(ShmWindows, MisuseIsReportedNotActedOn) {
   Status s = outside.arrive(8, waitFor(1));
   EXPECT_EQ(s.code(), Code::kInternalError);
   EXPECT_TRUE(contains(s, "rank 2 outside its 2 views")) << s.message();
+}
+
+// Two processes whose windows lie in one shared mapping, as two ranks' do
+// in their segments: each copies from and into the other's private memory.
+TEST(ShmWindows, DirectCopiesBetweenProcesses) {
+  constexpr uint64_t kBytes = 4096;
+  constexpr size_t kWords = 1000;
+  struct Shared {
+    WindowControl control[2];
+    uint64_t data[2][kBytes / 8];
+  };
+  void* mem = mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(mem, MAP_FAILED);
+  auto* shared = new (mem) Shared{};
+  std::vector<WindowView> views;
+  for (int r = 0; r < 2; ++r)
+    views.push_back({&shared->control[r], reinterpret_cast<std::byte*>(shared->data[r]), kBytes});
+  // Each rank: publish a private buffer's address, read the peer's buffer,
+  // write a second pattern into the peer's, then check its own. Returns "" or
+  // what went wrong.
+  auto rank = [&](int self) -> std::string {
+    WindowControl& mine = shared->control[self];
+    mine.ownerPid = static_cast<uint64_t>(getpid());
+    mine.ownerAddress = reinterpret_cast<uintptr_t>(&mine);
+    ShmWindows w(self, views);
+    std::vector<uint64_t> buffer(kWords);
+    for (size_t i = 0; i < kWords; ++i) buffer[i] = static_cast<uint64_t>(self) << 32 | i;
+    const uint64_t where = reinterpret_cast<uintptr_t>(buffer.data());
+    std::memcpy(w.own(), &where, sizeof where);
+    if (Status s = w.arrive(1, waitFor(30)); !s.isOk()) return "arrive 1: " + s.message();
+    w.enablePeerCopies();  // both owners are published now
+    if (!w.peerCopies()) return "rank " + std::to_string(self) + ": no direct copies with the other process";
+    const int peer = 1 - self;
+    uint64_t theirs = 0;
+    std::memcpy(&theirs, w.of(peer), sizeof theirs);
+    std::vector<uint64_t> got(kWords);
+    if (Status s = w.readPeer(peer, got.data(), reinterpret_cast<const void*>(theirs), kWords * 8); !s.isOk())
+      return "readPeer: " + s.message();
+    for (size_t i = 0; i < kWords; ++i)
+      if (got[i] != (static_cast<uint64_t>(peer) << 32 | i)) return "read word " + std::to_string(i) + " wrong";
+    if (Status s = w.arrive(2, waitFor(30)); !s.isOk()) return "arrive 2: " + s.message();
+    std::vector<uint64_t> second(kWords / 2);
+    for (size_t i = 0; i < second.size(); ++i) second[i] = ~(static_cast<uint64_t>(self) << 32 | i);
+    if (Status s = w.writePeer(peer, second.data(), reinterpret_cast<void*>(theirs + 8 * 10), second.size() * 8);
+        !s.isOk())
+      return "writePeer: " + s.message();
+    if (Status s = w.arrive(3, waitFor(30)); !s.isOk()) return "arrive 3: " + s.message();
+    for (size_t i = 0; i < kWords; ++i) {
+      const bool written = i >= 10 && i < 10 + second.size();
+      const uint64_t want = written ? ~(static_cast<uint64_t>(peer) << 32 | (i - 10)) : (static_cast<uint64_t>(self) << 32 | i);
+      if (buffer[i] != want) return "own word " + std::to_string(i) + " wrong after the peer's write";
+    }
+    // An address the peer never mapped fails, naming both ranks.
+    Status bad = w.readPeer(peer, got.data(), reinterpret_cast<const void*>(uintptr_t{8}), 64);
+    if (bad.isOk() || !contains(bad, "of rank " + std::to_string(peer)))
+      return "a read at address 8 gave: " + (bad.isOk() ? std::string("ok") : bad.message());
+    return "";
+  };
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    const std::string failure = rank(1);
+    if (!failure.empty()) std::fprintf(stderr, "child: %s\n", failure.c_str());
+    _exit(failure.empty() ? 0 : 1);
+  }
+  const std::string failure = rank(0);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_EQ(failure, "");
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the child rank failed (its message is above)";
+  munmap(mem, sizeof(Shared));
+}
+
+// The check refuses what it cannot read back: an owner that is gone, an
+// address that is not the owner's, a block no owner has claimed.
+TEST(ShmWindows, NoDirectCopiesWhereTheOwnerCannotBeRead) {
+  LocalWindows windows(2, 64);
+  WindowControl& first = *windows.views()[0].control;
+  WindowControl& second = *windows.views()[1].control;
+  first.ownerPid = second.ownerPid = static_cast<uint64_t>(getpid());
+  first.ownerAddress = reinterpret_cast<uintptr_t>(&first);
+  second.ownerAddress = reinterpret_cast<uintptr_t>(&second);
+  ShmWindows w = windows.make(0);
+  w.enablePeerCopies();
+  EXPECT_TRUE(w.peerCopies());
+
+  WindowControl elsewhere;  // a block that does not record itself
+  second.ownerAddress = reinterpret_cast<uintptr_t>(&elsewhere);
+  w.enablePeerCopies();
+  EXPECT_FALSE(w.peerCopies());
+  EXPECT_EQ(w.readPeer(1, &first, &second, 8).code(), Code::kInternalError);
+  second.ownerAddress = 4096;  // nothing mapped there
+  w.enablePeerCopies();
+  EXPECT_FALSE(w.peerCopies());
+
+  const pid_t gone = fork();
+  ASSERT_GE(gone, 0);
+  if (gone == 0) _exit(0);
+  ASSERT_EQ(waitpid(gone, nullptr, 0), gone);
+  second.ownerPid = static_cast<uint64_t>(gone);
+  second.ownerAddress = reinterpret_cast<uintptr_t>(&second);
+  w.enablePeerCopies();
+  EXPECT_FALSE(w.peerCopies());
+
+  second.ownerPid = 0;
+  w.enablePeerCopies();
+  EXPECT_FALSE(w.peerCopies());
 }
 
 }  // namespace
