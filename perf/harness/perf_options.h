@@ -78,7 +78,7 @@ bool parseSize(const char* text, size_t* bytes);
 // case-insensitive (stored lower case). False, with the reason in *why, on an
 // empty list, an empty item, an unknown name or protocol, or a repeated item.
 bool parseAlgoList(const char* text, std::vector<std::string>* algos, std::string* why);
-inline constexpr const char* kAlgoNames[] = {"ring", "tree", "hd", "rd", "oneshot", "window", "chain", "deterministic", "auto"};
+inline constexpr const char* kAlgoNames[] = {"ring", "tree", "hd", "rd", "oneshot", "window", "direct", "chain", "deterministic", "auto"};
 
 // The sizes of the sweep: minBytes, then * stepFactor or + stepBytes, up to maxBytes.
 std::vector<size_t> sweepSizes(const PerfOptions& options);

@@ -45,6 +45,10 @@ class ShmWindows final : public SharedWindows {
   Status writePeer(int rank, const void* local, void* remote, size_t bytes) override;
 
  private:
+  // For ThreadSanitizer (shm_windows.cc): rank's control block at its
+  // owner's address, where the owner is this process; else null.
+  void* syncKey(int rank) const;
+
   int selfRank_;
   std::vector<WindowView> views_;
   uint64_t phases_ = 0;  // phases this rank has ended
