@@ -72,7 +72,7 @@ Status splitPost(const CollArgs& args, const AlgoContext& ctx, bool* posted) {
     std::memcpy(slots[k], args.sendbuf, bytes);
     ctx.links->sendTo((r + k) % n).commit(bytes);
   }
-  if (ctx.progress) ctx.progress->fetch_add(static_cast<uint64_t>(n - 1), std::memory_order_relaxed);
+  countProgress(ctx, static_cast<uint64_t>(n - 1));
   *posted = true;
   return Status::ok();
 }

@@ -64,10 +64,8 @@ class Steps {
  private:
   // The next chunk from each of two peers, both checked to hold `count` elements.
   Status acquireTwo(int from0, int from1, size_t count, const std::byte** data0, const std::byte** data1);
-  // One more chunk moved: the flight recorder's progress (one relaxed store).
-  void advanced() const {
-    if (ctx_.progress) ctx_.progress->store(ctx_.progress->load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-  }
+  // One more chunk moved: the flight recorder's progress.
+  void advanced() const { countProgress(ctx_, 1); }
   const AlgoContext& ctx_;
   Reduction red_;
   // A buffer for one chunk of reduced results (streamReducedOutputs).

@@ -71,7 +71,7 @@ Status splitPost(const CollArgs& args, const AlgoContext& ctx, bool* posted) {
   if (!*posted) return Status::ok();
   std::memcpy(slot, args.sendbuf, bytes);
   link.commit(bytes);
-  if (ctx.progress) ctx.progress->fetch_add(1, std::memory_order_relaxed);
+  countProgress(ctx, 1);
   return Status::ok();
 }
 
