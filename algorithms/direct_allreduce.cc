@@ -6,7 +6,7 @@
 
 #include "algorithms/patterns/slices.h"
 #include "algorithms/primitives.h"
-#include "kernels/reduce.h"
+#include "algorithms/rank_order_fold.h"
 
 namespace loom::algo {
 namespace {
@@ -17,26 +17,29 @@ struct Buffers {
   uint64_t recv = 0;
 };
 constexpr size_t kHeaderBytes = 64;
-// Bytes per fold step: three pieces of this (two peers' and a copy of its
-// own) stay in the core's L2 while they are folded and written out. At 2
-// and 4 ranks on 2 cores, 128-256 KiB chunks ran 256 KiB-16 MiB fastest;
-// 16-64 KiB chunks took up to 1.4x as long (more system calls).
+// Bytes per fold step, at most: one piece per rank, in the core's L2 while
+// they are folded and written out. At 2 and 4 ranks on 2 cores, 128-256 KiB
+// chunks ran 256 KiB-16 MiB fastest; 16-64 KiB chunks took up to 1.4x as
+// long (more system calls).
 constexpr size_t kChunkBytes = 128 * 1024;
 // Sets the phase tags apart from the windowed all-reduce's (its round's byte count).
 constexpr uint64_t kTagBit = uint64_t{1} << 62;
 // The tag of a phase that a rank ends after a failed copy: its peers fail
 // on the mismatch instead of taking an output that lacks its slice.
 constexpr uint64_t kFailedTag = ~uint64_t{0};
+// Ranks whose per-rank tables live on the stack (more: on the heap).
+constexpr int kStackRanks = 64;
 
 class SliceFold {
  public:
-  SliceFold(const CollArgs& args, const AlgoContext& ctx, std::byte* scratch, size_t chunkBytes)
-      : args_(args), ctx_(ctx), windows_(*ctx.windows), es_(dataTypeSize(args.dtype)), scratch_(scratch),
-        chunkBytes_(chunkBytes), inPlace_(args.sendbuf == args.recvbuf) {}
+  SliceFold(const CollArgs& args, const AlgoContext& ctx, const Buffers* peers, std::byte* scratch, size_t chunkBytes)
+      : args_(args), ctx_(ctx), windows_(*ctx.windows), peers_(peers), es_(dataTypeSize(args.dtype)),
+        scratch_(scratch), chunkBytes_(chunkBytes), inPlace_(args.sendbuf == args.recvbuf),
+        heapPieces_(ctx.nranks > kStackRanks ? static_cast<size_t>(ctx.nranks) : 0),
+        pieces_(ctx.nranks > kStackRanks ? heapPieces_.data() : stackPieces_) {}
 
   // Folds elements [begin, end) of every rank's input into every rank's output.
-  Status run(size_t begin, size_t end, const Buffers* peers) {
-    peers_ = peers;
+  Status run(size_t begin, size_t end) {
     const size_t chunkElems = chunkBytes_ / es_;
     for (size_t at = begin; at < end; at += chunkElems) LOOM_TRY(foldChunk(at, std::min(chunkElems, end - at)));
     return Status::ok();
@@ -47,30 +50,21 @@ class SliceFold {
     const int n = ctx_.nranks, r = ctx_.rank;
     const size_t bytes = len * es_;
     auto* out = static_cast<std::byte*>(args_.recvbuf) + at * es_;
-    own_ = static_cast<const std::byte*>(args_.sendbuf) + at * es_;
-    // In place, the first step overwrites this rank's input: keep it aside
-    // unless it is one of that step's two operands (kernels allow dst to be one).
-    if (inPlace_ && r >= 2) {
-      std::memcpy(scratch_ + 2 * chunkBytes_, own_, bytes);
-      own_ = scratch_ + 2 * chunkBytes_;
-    }
-    // Remote pieces land in scratch, which stays in cache from chunk to
-    // chunk (reading one into the output instead measured no faster).
-    const std::byte *x0 = nullptr, *x1 = nullptr;
-    LOOM_TRY(piece(0, at, bytes, scratch_, &x0));
-    LOOM_TRY(piece(1, at, bytes, r == 0 ? scratch_ : scratch_ + chunkBytes_, &x1));
-    const Reduction red{args_.dtype, args_.op, n};
-    if (n == 2) {
-      kernels::reduceFinal(red.dtype, red.op, n, out, x0, x1, len);
-    } else {
-      kernels::reduce(red.dtype, red.op, out, x0, x1, len);
-      for (int q = 2; q < n; ++q) {
-        const std::byte* xq = nullptr;
-        LOOM_TRY(piece(q, at, bytes, scratch_, &xq));
-        if (q < n - 1) kernels::reduce(red.dtype, red.op, out, out, xq, len);
-        else kernels::reduceFinal(red.dtype, red.op, n, out, out, xq, len);
+    const auto* own = static_cast<const std::byte*>(args_.sendbuf) + at * es_;
+    // Each peer's piece lands in its scratch slot. In place, the fold's first
+    // step overwrites this rank's input, which may then serve only as one of
+    // that step's operands (x_0 or x_1); a later rank's is set aside first.
+    for (int q = 0; q < n; ++q) {
+      std::byte* slot = scratch_ + static_cast<size_t>(q) * chunkBytes_;
+      if (q == r) {
+        if (inPlace_ && r >= 2) std::memcpy(slot, own, bytes);
+        pieces_[q] = inPlace_ && r >= 2 ? slot : own;
+        continue;
       }
+      LOOM_TRY(windows_.readPeer(q, slot, reinterpret_cast<const void*>(peers_[q].send + at * es_), bytes));
+      pieces_[q] = slot;
     }
+    foldInRankOrder({args_.dtype, args_.op, n}, pieces_, out, len);
     for (int k = 1; k < n; ++k) {
       const int q = (r + k) % n;
       LOOM_TRY(windows_.writePeer(q, out, reinterpret_cast<void*>(peers_[q].recv + at * es_), bytes));
@@ -78,27 +72,17 @@ class SliceFold {
     return Status::ok();
   }
 
-  // Rank q's piece at element `at`: this rank's own input, or the peer's
-  // read into `into`.
-  Status piece(int q, size_t at, size_t bytes, std::byte* into, const std::byte** x) {
-    if (q == ctx_.rank) {
-      *x = own_;
-      return Status::ok();
-    }
-    LOOM_TRY(windows_.readPeer(q, into, reinterpret_cast<const void*>(peers_[q].send + at * es_), bytes));
-    *x = into;
-    return Status::ok();
-  }
-
   const CollArgs& args_;
   const AlgoContext& ctx_;
   transport::SharedWindows& windows_;
+  const Buffers* peers_;
   const size_t es_;
-  std::byte* scratch_;  // three chunks
+  std::byte* scratch_;  // one chunk per rank
   const size_t chunkBytes_;
   const bool inPlace_;
-  const Buffers* peers_ = nullptr;
-  const std::byte* own_ = nullptr;
+  const std::byte* stackPieces_[kStackRanks];
+  std::vector<const std::byte*> heapPieces_;
+  const std::byte** pieces_;
 };
 
 }  // namespace
@@ -113,7 +97,8 @@ Status directAllReduce(const CollArgs& args, const AlgoContext& ctx) {
   // The window's halves alternate as the windowed all-reduce's do (two
   // phase ends per call), so a peer may still read the last call's header.
   const size_t half = windows.bytes() / 2 / 64 * 64;
-  const size_t chunkBytes = std::min(kChunkBytes, half > kHeaderBytes ? (half - kHeaderBytes) / 3 / es * es : 0);
+  const size_t chunkBytes =
+      std::min(kChunkBytes, half > kHeaderBytes ? (half - kHeaderBytes) / static_cast<size_t>(n) / es * es : 0);
   LOOM_ENFORCE(chunkBytes >= es, Code::kInternalError, "direct all-reduce on rank %d: windows of %zu bytes", r,
                windows.bytes());
   std::byte* mine = windows.own() + windows.phasesEnded() / 2 % 2 * half;
@@ -123,7 +108,6 @@ Status directAllReduce(const CollArgs& args, const AlgoContext& ctx) {
   LOOM_TRY(windows.arrive(tag, ctx.wait));
 
   // Every rank's buffers, from the header each wrote before the phase end.
-  constexpr int kStackRanks = 64;
   Buffers stackPeers[kStackRanks];
   std::vector<Buffers> heapPeers(n > kStackRanks ? static_cast<size_t>(n) : 0);
   Buffers* peers = n > kStackRanks ? heapPeers.data() : stackPeers;
@@ -131,8 +115,8 @@ Status directAllReduce(const CollArgs& args, const AlgoContext& ctx) {
   for (int q = 0; q < n; ++q) std::memcpy(&peers[q], windows.of(q) + offset, sizeof(Buffers));
 
   const size_t begin = sliceBegin(args.count, r, n, es), end = sliceBegin(args.count, r + 1, n, es);
-  SliceFold fold(args, ctx, mine + kHeaderBytes, chunkBytes);
-  Status folded = fold.run(begin, end, peers);
+  SliceFold fold(args, ctx, peers, mine + kHeaderBytes, chunkBytes);
+  Status folded = fold.run(begin, end);
   if (!folded.isOk()) {
     (void)windows.arrive(kFailedTag, ctx.wait);
     return folded;

@@ -46,8 +46,8 @@ class DirectAllReduceTest : public ::testing::TestWithParam<std::tuple<int, size
 
   template <class T>
   void check(std::initializer_list<RedOp> ops, bool mixedFloats) {
-    // A chunk is a third of half a window less its header: several per slice.
-    const size_t chunkElems = (windowBytes() / 2 - 64) / 3 / sizeof(T);
+    // A chunk is half a window less its header, shared by the ranks: several per slice.
+    const size_t chunkElems = (windowBytes() / 2 - 64) / static_cast<size_t>(n()) / sizeof(T);
     for (size_t count : interestingCounts(chunkElems * static_cast<size_t>(n()) * 3)) {
       for (RedOp op : ops) {
         auto in = makeInputs<T>(n(), count, [&](int r, size_t i) {
