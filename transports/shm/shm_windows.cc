@@ -137,37 +137,34 @@ void* ShmWindows::syncKey(int rank) const {
 }
 
 Status ShmWindows::readPeer(int rank, void* local, const void* remote, size_t bytes) {
-  LOOM_ENFORCE(peerCopies_ && rank >= 0 && rank < static_cast<int>(pids_.size()), Code::kInternalError,
-               "shm windows of rank %d: no direct copies from rank %d", selfRank_, rank);
-  if (bytes == 0) return Status::ok();
-  const pid_t pid = pids_[rank];
-  if (pid == 0) {
-    std::memcpy(local, remote, bytes);
-    return Status::ok();
-  }
-  auto* l = static_cast<std::byte*>(local);
-  auto* r = static_cast<std::byte*>(const_cast<void*>(remote));
-  const ssize_t n = copyAll([&](iovec* li, iovec* ri) { return process_vm_readv(pid, li, 1, ri, 1, 0); }, l, r, bytes);
-  if (n == static_cast<ssize_t>(bytes)) return Status::ok();
-  return makeError(Code::kSystemError, "rank %d reading %zu bytes at %p of rank %d (pid %d): %s", selfRank_, bytes,
-                   remote, rank, static_cast<int>(pid), n < 0 ? std::strerror(errno) : "short copy");
+  return copyWithPeer(rank, static_cast<std::byte*>(local), static_cast<std::byte*>(const_cast<void*>(remote)),
+                      bytes, false);
 }
 
 Status ShmWindows::writePeer(int rank, const void* local, void* remote, size_t bytes) {
+  return copyWithPeer(rank, static_cast<std::byte*>(const_cast<void*>(local)), static_cast<std::byte*>(remote), bytes,
+                      true);
+}
+
+Status ShmWindows::copyWithPeer(int rank, std::byte* local, std::byte* remote, size_t bytes, bool toPeer) {
+  const char* what = toPeer ? "writing" : "reading";
   LOOM_ENFORCE(peerCopies_ && rank >= 0 && rank < static_cast<int>(pids_.size()), Code::kInternalError,
-               "shm windows of rank %d: no direct copies to rank %d", selfRank_, rank);
+               "shm windows of rank %d: no direct copies with rank %d (%s)", selfRank_, rank, what);
   if (bytes == 0) return Status::ok();
   const pid_t pid = pids_[rank];
   if (pid == 0) {
-    std::memcpy(remote, local, bytes);
+    std::memcpy(toPeer ? remote : local, toPeer ? local : remote, bytes);
     return Status::ok();
   }
-  auto* l = static_cast<std::byte*>(const_cast<void*>(local));
-  auto* r = static_cast<std::byte*>(remote);
-  const ssize_t n = copyAll([&](iovec* li, iovec* ri) { return process_vm_writev(pid, li, 1, ri, 1, 0); }, l, r, bytes);
+  const ssize_t n = copyAll(
+      [&](iovec* l, iovec* r) {
+        return toPeer ? process_vm_writev(pid, l, 1, r, 1, 0) : process_vm_readv(pid, l, 1, r, 1, 0);
+      },
+      local, remote, bytes);
   if (n == static_cast<ssize_t>(bytes)) return Status::ok();
-  return makeError(Code::kSystemError, "rank %d writing %zu bytes at %p of rank %d (pid %d): %s", selfRank_, bytes,
-                   remote, rank, static_cast<int>(pid), n < 0 ? std::strerror(errno) : "short copy");
+  return makeError(Code::kSystemError, "rank %d %s %zu bytes at %p of rank %d (pid %d): %s", selfRank_, what, bytes,
+                   static_cast<void*>(remote), rank, static_cast<int>(pid),
+                   n < 0 ? std::strerror(errno) : "short copy");
 }
 
 }  // namespace loom::transport::shm

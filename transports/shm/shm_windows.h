@@ -45,6 +45,8 @@ class ShmWindows final : public SharedWindows {
   Status writePeer(int rank, const void* local, void* remote, size_t bytes) override;
 
  private:
+  // readPeer (toPeer false) and writePeer (true).
+  Status copyWithPeer(int rank, std::byte* local, std::byte* remote, size_t bytes, bool toPeer);
   // For ThreadSanitizer (shm_windows.cc): rank's control block at its
   // owner's address, where the owner is this process; else null.
   void* syncKey(int rank) const;

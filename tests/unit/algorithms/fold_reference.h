@@ -243,4 +243,45 @@ void expectLeftFold(const std::vector<std::vector<T>>& in, const std::vector<std
   }
 }
 
+// Every op in `ops` on n ranks' all-reduce by `fn`, out of place and in
+// place, at interestingCounts(manyBytes / sizeof(T)): each result must equal
+// the left fold bit for bit. Inputs are integerValue's, or mixedValue's with
+// `mixedFloats`.
+template <class T>
+void expectAllReduceIsLeftFold(CollFn fn, int n, size_t manyBytes, std::initializer_list<RedOp> ops,
+                               bool mixedFloats) {
+  for (size_t count : interestingCounts(manyBytes / sizeof(T))) {
+    for (RedOp op : ops) {
+      auto in = makeInputs<T>(n, count, [&](int r, size_t i) {
+        return mixedFloats ? fromDouble<T>(mixedValue<T>(op, r, i)) : integerValue<T>(r, i);
+      });
+      for (bool inPlace : {false, true}) {
+        auto out = runAllReduce<T>(fn, n, 4096, in, op, inPlace);
+        expectLeftFold(in, out, op,
+                       std::string(dataTypeName(Elem<T>::kType)) + " " + redOpName(op) + " count " +
+                           std::to_string(count) + (inPlace ? " in place" : " out of place"));
+        if (::testing::Test::HasFatalFailure()) return;
+      }
+    }
+  }
+}
+
+// The type and op matrix of a rank-order algorithm's fold tests.
+inline void expectIntegersAreLeftFold(CollFn fn, int n, size_t manyBytes) {
+  expectAllReduceIsLeftFold<int64_t>(fn, n, manyBytes, {RedOp::kSum, RedOp::kProd, RedOp::kMin, RedOp::kMax, RedOp::kAvg},
+                                     false);
+  if (::testing::Test::HasFatalFailure()) return;
+  expectAllReduceIsLeftFold<uint8_t>(fn, n, manyBytes, {RedOp::kSum, RedOp::kProd, RedOp::kAvg}, false);
+}
+inline void expectFloatsAreLeftFold(CollFn fn, int n, size_t manyBytes) {
+  expectAllReduceIsLeftFold<float>(fn, n, manyBytes, {RedOp::kSum, RedOp::kProd, RedOp::kMin, RedOp::kMax, RedOp::kAvg},
+                                   true);
+  if (::testing::Test::HasFatalFailure()) return;
+  expectAllReduceIsLeftFold<double>(fn, n, manyBytes, {RedOp::kSum, RedOp::kAvg}, true);
+  if (::testing::Test::HasFatalFailure()) return;
+  expectAllReduceIsLeftFold<F16>(fn, n, manyBytes, {RedOp::kSum, RedOp::kProd, RedOp::kAvg}, true);
+  if (::testing::Test::HasFatalFailure()) return;
+  expectAllReduceIsLeftFold<BF16>(fn, n, manyBytes, {RedOp::kSum, RedOp::kMax, RedOp::kAvg}, true);
+}
+
 }  // namespace loom::algo::testref
