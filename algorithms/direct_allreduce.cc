@@ -94,8 +94,9 @@ Status directAllReduce(const CollArgs& args, const AlgoContext& ctx) {
   transport::SharedWindows& windows = *ctx.windows;
   const int n = ctx.nranks, r = ctx.rank;
   const size_t es = dataTypeSize(args.dtype);
-  // The window's halves alternate as the windowed all-reduce's do (two
-  // phase ends per call), so a peer may still read the last call's header.
+  // The header and scratch take the window's half that the phase count
+  // names, as the windowed all-reduce's rounds do (two phase ends each):
+  // after one of its rounds, peers may still be copying out of the other.
   const size_t half = windows.bytes() / 2 / 64 * 64;
   const size_t chunkBytes =
       std::min(kChunkBytes, half > kHeaderBytes ? (half - kHeaderBytes) / static_cast<size_t>(n) / es * es : 0);
