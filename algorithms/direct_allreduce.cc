@@ -24,9 +24,6 @@ constexpr size_t kHeaderBytes = 64;
 constexpr size_t kChunkBytes = 128 * 1024;
 // Sets the phase tags apart from the windowed all-reduce's (its round's byte count).
 constexpr uint64_t kTagBit = uint64_t{1} << 62;
-// The tag of a phase that a rank ends after a failed copy: its peers fail
-// on the mismatch instead of taking an output that lacks its slice.
-constexpr uint64_t kFailedTag = ~uint64_t{0};
 // Ranks whose per-rank tables live on the stack (more: on the heap).
 constexpr int kStackRanks = 64;
 
@@ -119,8 +116,12 @@ Status directAllReduce(const CollArgs& args, const AlgoContext& ctx) {
   SliceFold fold(args, ctx, peers, mine + kHeaderBytes, chunkBytes);
   Status folded = fold.run(begin, end);
   if (!folded.isOk()) {
-    (void)windows.arrive(kFailedTag, ctx.wait);
-    return folded;
+    // The peers must not take an output that lacks this slice: they fail
+    // too. A copy fails mostly because its peer died; waiting for the peers
+    // then says so (the peer monitor names the rank), which the copy's own
+    // error (ESRCH) does not.
+    Status ended = windows.arrive(transport::SharedWindows::kFailedTag, ctx.wait);
+    return ended.code() == Code::kRemoteError ? ended : folded;
   }
   return windows.arrive(tag, ctx.wait);
 }

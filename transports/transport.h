@@ -141,6 +141,12 @@ class SharedWindows {
   // count): a peer that passed another tag is in another collective, and
   // the call fails naming both ranks rather than mixing the two.
   virtual Status arrive(uint64_t tag, const WaitContext& wait) = 0;
+  // The tag of a rank that failed within the phase: it still ends the phase
+  // (its peers need not wait out their timeout), and each peer's arrive()
+  // then fails with kRemoteError naming it, unless waiting for the other
+  // peers turned up a cause of more weight (a peer that died). The failing
+  // rank's own arrive() checks no tags and returns only such a cause.
+  static constexpr uint64_t kFailedTag = ~uint64_t{0};
   // Phases this rank has ended: the same on every rank between calls.
   virtual uint64_t phasesEnded() const = 0;
 

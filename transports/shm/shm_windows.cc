@@ -60,6 +60,7 @@ Status ShmWindows::arrive(uint64_t tag, const WaitContext& wait) {
   mine.arrived.notify();
   phases_ = phase;
   const int n = static_cast<int>(views_.size());
+  int failedPeer = -1;  // the first peer that ended the phase with kFailedTag
   // Peers in turn from the next one: with every rank polling, the first
   // peers each one waits for differ, which spreads the cache-line traffic.
   for (int k = 1; k < n; ++k) {
@@ -74,6 +75,11 @@ Status ShmWindows::arrive(uint64_t tag, const WaitContext& wait) {
     LOOM_TRY(waitUntil(ended, &theirs.arrived, wait, what));
     LOOM_TSAN_ACQUIRE(syncKey(peer));
     const uint64_t theirTag = theirs.tags[phase % 2].load(std::memory_order_relaxed);
+    if (tag == kFailedTag) continue;  // this rank failed: its peers' tags do not matter
+    if (theirTag == kFailedTag) {
+      if (failedPeer < 0) failedPeer = peer;
+      continue;  // the peers after it may have died, which says more
+    }
     if (theirTag != tag)
       return makeError(Code::kInvalidUsage,
                        "rank %d ended phase %llu of the shared windows with tag %llu where rank %d used %llu "
@@ -81,6 +87,9 @@ Status ShmWindows::arrive(uint64_t tag, const WaitContext& wait) {
                        peer, static_cast<unsigned long long>(phase), static_cast<unsigned long long>(theirTag),
                        selfRank_, static_cast<unsigned long long>(tag));
   }
+  if (failedPeer >= 0)
+    return makeError(Code::kRemoteError, "rank %d failed within phase %llu of the shared windows (rank %d; see its error)",
+                     failedPeer, static_cast<unsigned long long>(phase), selfRank_);
   return Status::ok();
 }
 

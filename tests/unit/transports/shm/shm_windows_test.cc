@@ -133,6 +133,26 @@ TEST(ShmWindows, DifferentTagsAreReportedNamingBothRanks) {
   EXPECT_TRUE(contains(sb, "rank 0 ended phase 1 of the shared windows with tag 8 where rank 1 used 12")) << sb.message();
 }
 
+// A rank that failed within a phase ends it with kFailedTag: its peers fail
+// naming it, it does not, and the next phase is back to normal.
+TEST(ShmWindows, AFailedPhaseIsReportedByEveryPeer) {
+  const int n = 3;
+  LocalWindows windows(n, 64);
+  std::vector<ShmWindows> each;
+  for (int r = 0; r < n; ++r) each.push_back(windows.make(r));
+  std::vector<Status> first(n), second(n);
+  runRankThreads(n, [&](int r) {
+    first[r] = each[r].arrive(r == 1 ? transport::SharedWindows::kFailedTag : 8, waitFor(10));
+    second[r] = each[r].arrive(16, waitFor(10));
+  });
+  for (int r : {0, 2}) {
+    EXPECT_EQ(first[r].code(), Code::kRemoteError) << "rank " << r << ": " << first[r].message();
+    EXPECT_TRUE(contains(first[r], "rank 1 failed within phase 1")) << first[r].message();
+  }
+  EXPECT_TRUE(first[1].isOk()) << first[1].message();
+  for (int r = 0; r < n; ++r) EXPECT_TRUE(second[r].isOk()) << "rank " << r << ": " << second[r].message();
+}
+
 TEST(ShmWindows, ArriveTimesOutNamingTheSilentPeer) {
   LocalWindows windows(3, 64);
   ShmWindows a = windows.make(0), b = windows.make(1);
