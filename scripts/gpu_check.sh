@@ -13,6 +13,9 @@
 #      a device-to-device cudaMemcpyAsync of every size in the same run
 #      (--memcpy-baseline: the copy and %copy columns); a multi-rank sweep
 #      that fails is repeated with -z 1 (a stream synchronize after every call)
+#   3b. where gpu_pack.sh packed nccl-tests (NCCL_TESTS_DIR): its
+#      all_reduce_perf on NVIDIA's NCCL (the baseline), then on Loom's drop-in
+#      libnccl.so.2 at 1 rank and 2 threads
 #   4. -G: the all-reduce captured as a CUDA graph (or Loom's refusal); then
 #      2 processes sharing the GPU (loomrun -n 2), 8 B .. 32 MiB; then the
 #      PyTorch backend built for this machine's torch (gpu_torch_build.py)
@@ -23,11 +26,13 @@
 # the budget (GPU_CHECK_BUDGET_S, default 400 s) is skipped, so the whole
 # script stays well under 8 minutes.
 #
-# Logs: one file per step, plus summary.txt, in $OUT when set (the device
-# tool brings $OUT back), else in .gpu/logs/<UTC time>/.
+# Logs: one file per step, plus summary.txt, in .gpu/logs/<UTC time>/; with
+# $OUT set (the device tool brings it back) also $OUT/gpu_check_summary.txt
+# and every log in $OUT/gpu_check_logs.tgz.
 # Environment: GPU_CHECK_BUDGET_S (400), GPU_CHECK_TEST_TIMEOUT_S (45 per
 # test), GPU_CHECK_SWEEP_TIMEOUT_S (75 per sweep), GPU_CHECK_SANITIZER_TIMEOUT_S
-# (60 per run), LOOM_TIMEOUT (default here 15: a hung wait fails after 15 s).
+# (60 per run), GPU_CHECK_TORCH (1; 0 skips step 4c), LOOM_TIMEOUT (default
+# here 15: a hung wait fails after 15 s).
 # Exit status: 0 when no step failed or timed out, 1 otherwise, 2 when there
 # is no GPU or no .gpu/ (nothing ran).
 set -uo pipefail
@@ -49,10 +54,15 @@ stop() {
 command -v nvidia-smi >/dev/null || stop "no NVIDIA GPU: nvidia-smi is not installed (no NVIDIA driver on this machine)"
 gpus=$(timeout 20 nvidia-smi -L 2>&1) || stop "no NVIDIA GPU: nvidia-smi -L failed: $gpus"
 grep -q '^GPU ' <<<"$gpus" || stop "no NVIDIA GPU: nvidia-smi -L lists none: $gpus"
+if [[ ! -d .gpu/bin && -f .gpu-archive/gpu.tar.xz ]]; then
+  tar -xJf .gpu-archive/gpu.tar.xz || stop "cannot unpack .gpu-archive/gpu.tar.xz (is xz installed?)"
+fi
 [[ -d .gpu/bin && -d .gpu/lib ]] ||
   stop ".gpu/ is missing: run scripts/gpu_pack.sh on the build machine, and carry .gpu here"
 
-logs=${OUT:-.gpu/logs/$(date -u +%Y%m%dT%H%M%SZ)}
+# The device tool brings back only a few files from $OUT, so with $OUT set
+# the per-step logs are written aside and travel as one archive.
+logs=.gpu/logs/$(date -u +%Y%m%dT%H%M%SZ)
 mkdir -p "$logs" || stop "cannot create the log folder $logs"
 export LD_LIBRARY_PATH=$PWD/.gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 
@@ -182,6 +192,28 @@ for n in 2 4; do
     step "allreduce_${n}ranks_z1" "$sweep_timeout" sweep "${sweep[@]}" -t "$n" -z 1
 done
 
+# 3b. NVIDIA's NCCL on the same sizes, when gpu_pack.sh packed nccl-tests'
+# all_reduce_perf (NCCL_TESTS_DIR): the baseline, against the NCCL library
+# this machine has (PyTorch's nvidia-nccl package or the toolkit's); then the
+# same nccl-tests binary against Loom's drop-in libnccl.so.2, which also
+# checks every result (nccl-tests' -c 1), at 1 rank and at 2 threads sharing
+# the GPU (NVIDIA's NCCL refuses two ranks on one device).
+nccl_tests=.gpu/nccl-tests/all_reduce_perf
+if [[ -x $nccl_tests ]]; then
+  nvidia_nccl=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib"))' 2>/dev/null)
+  [[ -f $nvidia_nccl/libnccl.so.2 ]] || nvidia_nccl=$(dirname "$(ldconfig -p | awk '/libnccl.so.2 /{print $NF; exit}')" 2>/dev/null)
+  nccl_sweep=("$nccl_tests" -b 8 -e 128M -f 4 -g 1)
+  if [[ -f $nvidia_nccl/libnccl.so.2 ]]; then
+    step nccl_1rank "$sweep_timeout" sweep env LD_LIBRARY_PATH="$nvidia_nccl:$LD_LIBRARY_PATH" "${nccl_sweep[@]}"
+  else
+    record nccl_1rank "MISSING: no NVIDIA libnccl.so.2 (nvidia-nccl package or ldconfig)" 0
+  fi
+  if [[ -f .gpu/lib/nccl-shim/libnccl.so.2 ]]; then
+    step nccl_tests_on_loom_1rank "$sweep_timeout" sweep env LD_LIBRARY_PATH="$PWD/.gpu/lib/nccl-shim:$LD_LIBRARY_PATH" "${nccl_sweep[@]}"
+    step nccl_tests_on_loom_2threads "$sweep_timeout" sweep env LD_LIBRARY_PATH="$PWD/.gpu/lib/nccl-shim:$LD_LIBRARY_PATH" "${nccl_sweep[@]}" -t 2
+  fi
+fi
+
 # 4. CUDA graph capture.
 step allreduce_graph_1rank 30 graph .gpu/bin/all_reduce_perf -b 8 -e 1M -f 32 -G 5 -T "$LOOM_TIMEOUT"
 step allreduce_graph_2ranks 30 graph .gpu/bin/all_reduce_perf -b 8 -e 1M -f 32 -G 5 -t 2 -T "$LOOM_TIMEOUT"
@@ -194,7 +226,9 @@ step allreduce_2procs "$sweep_timeout" sweep .gpu/bin/loomrun -n 2 --no-tag-outp
 # this machine's Python and torch against the packed libloom, then
 # cuda_check.py runs under torchrun on 2 processes (exit 77: a skip).
 torch_ext=$logs/torch_ext
-if step torch_build 180 plain python3 scripts/gpu_torch_build.py .gpu/lib "$torch_ext"; then
+if [[ ${GPU_CHECK_TORCH:-1} == 0 ]]; then
+  record torch_build "SKIP (GPU_CHECK_TORCH=0)" 0
+elif step torch_build 180 plain python3 scripts/gpu_torch_build.py .gpu/lib "$torch_ext"; then
   step torch_cuda_2procs 120 skippable env PYTHONPATH="$torch_ext" \
     python3 tests/unit/bindings/torch/run_torchrun.py --probe 2 tests/unit/bindings/torch/cuda_check.py
 fi
@@ -229,4 +263,8 @@ fi
     printf '%-72s  %-50s  %5s\n' "${step_names[$i]}" "${step_states[$i]}" "${step_seconds[$i]}"
   done
 } | tee "$logs/summary.txt"
+if [[ -n ${OUT:-} ]]; then
+  cp "$logs/summary.txt" "$OUT/gpu_check_summary.txt"
+  tar -czf "$OUT/gpu_check_logs.tgz" -C "$(dirname "$logs")" "$(basename "$logs")"
+fi
 exit "$failed"

@@ -13,10 +13,15 @@
 # shared packer ../shared/gpu/pack.sh (relative to the repository root),
 # which strips debug information and copies every library ldd finds but
 # glibc, libstdc++, libgcc_s and the NVIDIA driver. Fails when the result is
-# over 60 MiB (what the device machine's copy of the tree allows, with room).
+# over 60 MiB (what the device machine's copy of the tree allows, with room)
+# once compressed: .gpu-archive/gpu.tar.xz is what travels.
 #
-# Then, on the device machine (the run tool, carrying .gpu):
-#   scripts/gpu_check.sh
+# NCCL_TESTS_DIR, when set, names a checkout of NVIDIA/nccl-tests: its
+# all_reduce_perf is built there (once) and packed as .gpu/nccl-tests/, the
+# baseline gpu_check.sh runs beside Loom's sweep.
+#
+# Then, on the device machine (the run tool):
+#   scripts/gpu_check.sh   (carry .gpu-archive: the check unpacks it into .gpu)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 top=$(pwd)
@@ -70,6 +75,21 @@ if ls "$build"/lib/nccl-shim/libnccl.so* >/dev/null 2>&1; then
   cp -P "$build"/lib/nccl-shim/libnccl.so* "$staging/gpu/lib/nccl-shim/"
   find "$staging/gpu/lib" -maxdepth 1 -xtype l -name 'libloom_nccl.so*' -delete  # links into nccl-shim/ that did not travel
 fi
+# The NCCL baseline: nccl-tests' all_reduce_perf, built against the toolkit's
+# nccl.h from a checkout the caller names (its code is not part of Loom).
+# gpu_check.sh runs it on NVIDIA's libnccl.so.2 and on Loom's.
+if [[ -n ${NCCL_TESTS_DIR:-} ]]; then
+  cuda_home=${CUDA_HOME:-/usr/local/cuda}
+  nccl_bin=$NCCL_TESTS_DIR/build/all_reduce_perf
+  if [[ ! -x $nccl_bin ]]; then
+    echo "gpu_pack: building nccl-tests' all_reduce_perf in $NCCL_TESTS_DIR (sm_90)"
+    make -C "$NCCL_TESTS_DIR/src" MPI=0 CUDA_HOME="$cuda_home" NCCL_HOME="$cuda_home" \
+      NVCC_GENCODE="-gencode=arch=compute_90,code=sm_90" BUILDDIR="$NCCL_TESTS_DIR/build" \
+      "$nccl_bin" || die "building nccl-tests in $NCCL_TESTS_DIR failed"
+  fi
+  mkdir -p "$staging/gpu/nccl-tests"
+  strip -o "$staging/gpu/nccl-tests/all_reduce_perf" "$nccl_bin"
+fi
 rm -rf "$top/.gpu"
 mv "$staging/gpu" "$top/.gpu"
 exclude=$(git rev-parse --git-path info/exclude)
@@ -77,8 +97,17 @@ mkdir -p "$(dirname "$exclude")"
 grep -qxF '/.gpu/' "$exclude" 2>/dev/null || echo '/.gpu/' >>"$exclude"
 git check-ignore -q .gpu/bin || die ".gpu is not ignored by git although $exclude lists it"
 
-bytes=$(du -sb "$top/.gpu" | cut -f1)
+# What travels is the xz archive: the kernels for every dtype, op and
+# architecture make the programs several times larger than they compress.
+rm -rf "$top/.gpu-archive"
+mkdir -p "$top/.gpu-archive"
+tar -C "$top" -cf - .gpu | xz -T0 -6 >"$top/.gpu-archive/gpu.tar.xz"
+grep -qxF '/.gpu-archive/' "$exclude" 2>/dev/null || echo '/.gpu-archive/' >>"$exclude"
+git check-ignore -q .gpu-archive/gpu.tar.xz || die ".gpu-archive is not ignored by git although $exclude lists it"
+
+unpacked=$(du -sb "$top/.gpu" | cut -f1)
+bytes=$(du -sb "$top/.gpu-archive" | cut -f1)
 mib=$(((bytes + (1 << 20) - 1) >> 20))
-echo "gpu_pack: .gpu holds ${#targets[@]} programs and $(find "$top/.gpu/lib" -name '*.so*' | wc -l) libraries: $mib MiB ($bytes bytes; limit $limit_mib MiB)"
-((mib <= limit_mib)) || die ".gpu is $mib MiB, over the $limit_mib MiB that may travel to the GPU machine"
-echo "gpu_pack: on the GPU machine, from the repository root: scripts/gpu_check.sh (the run tool: carry .gpu)"
+echo "gpu_pack: .gpu holds ${#targets[@]} programs and $(find "$top/.gpu/lib" -name '*.so*' | wc -l) libraries: $((unpacked >> 20)) MiB, $mib MiB as .gpu-archive/gpu.tar.xz (limit $limit_mib MiB)"
+((mib <= limit_mib)) || die ".gpu-archive is $mib MiB, over the $limit_mib MiB that may travel to the GPU machine"
+echo "gpu_pack: on the GPU machine, from the repository root: scripts/gpu_check.sh (the run tool: carry .gpu-archive; the check unpacks it)"

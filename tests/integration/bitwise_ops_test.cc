@@ -76,7 +76,9 @@ void bitwiseOnRank(loomComm_t comm, int rank, int nranks) {
         std::vector<unsigned char> reduced(in.size(), 0);
         ASSERT_EQ(loomReduce(in.data(), reduced.data(), count, t, op, root, comm, nullptr), loomSuccess)
             << what("reduce", t, op, count) << ": " << loomGetLastError(comm);
-        if (rank == root) EXPECT_EQ(reduced, expected(t, op, nranks, count, 0)) << what("reduce", t, op, count);
+        if (rank == root) {
+          EXPECT_EQ(reduced, expected(t, op, nranks, count, 0)) << what("reduce", t, op, count);
+        }
 
         // Reduce-scatter: rank r's input holds nranks blocks; block j of the
         // result lands on rank j, so elements are indexed over the whole input.
