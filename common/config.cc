@@ -122,6 +122,7 @@ const std::vector<KnobDoc>& configKnobs() {
       {"LOOM_TUNER_ONLINE", kTuning, "1", "1: a call repeated with the same collective, count, type, op and root times the algorithms the cost model predicts within 1.5x of its pick (a few calls each, all ranks agreeing on the fastest by one small all-reduce) and keeps the fastest, re-checking now and then; 0: the cost model's pick only. Off whenever LOOM_ALGO or LOOM_PROTO is set; rank 0's setting applies to all", "src/tuner, src/comm"},
       {"LOOM_KERNEL_ISA", kKernels, "best", "cap the reduction kernels' instruction set (portable, avx2, avx512); read once per process since it describes the CPU", "kernels"},
       {"LOOM_CUDA_ENGINE", kDevices, "1", "1: on one host, collectives on device buffers run as CUDA kernels that move and reduce the data between the GPUs, enqueued on the caller's stream, when every rank's device reaches every other's; 0: stage them through pinned host memory. Set it alike on every rank (all join the setup at creation)", "src/device"},
+      {"LOOM_CUDA_CHANNELS", kDevices, "32", "the most thread blocks per rank (channels) a device engine collective uses, 1..32: a call takes one per 256 KiB of its largest buffer, at least 8 (small LL messages: 8). The ranks of a communicator use the smallest value any of them set; ranks sharing a GPU need ranks x channels blocks resident at once", "src/device"},
       {"LOOM_CUDA_P2P", kDevices, "0", "1: same-host all-reduce of device buffers copies directly between the devices instead of staging through pinned host memory; set it alike on every rank", "src/device"},
       {"LOOM_NET_GDR", kDevices, "0", "1: across hosts, device buffers go through the RDMA NIC (GPUDirect RDMA) when every rank can; set it alike on every rank (all join an agreement at creation)", "src/device"},
       {"LOOM_CUDA_COPY_CHUNK", kDevices, "8M", "bytes per copy between a device buffer and its pinned host staging buffer; K/M/G suffixes; at least 4K", "src/device"},
@@ -323,6 +324,7 @@ Config Config::fromEnv(std::vector<std::string>* warnings) {
   if (const char* v = readKnob("LOOM_CUDA_P2P")) c.cudaP2P = v;
   if (const char* v = readKnob("LOOM_NET_GDR")) c.netGdr = v;
   if (const char* v = readKnob("LOOM_CUDA_COPY_CHUNK")) c.cudaCopyChunk = v;
+  if (const char* v = readKnob("LOOM_CUDA_CHANNELS")) c.cudaChannels = v;
   return c;
 }
 

@@ -55,6 +55,7 @@ struct Config {
   std::string cudaP2P;
   std::string netGdr;
   std::string cudaCopyChunk;
+  std::string cudaChannels;  // LOOM_CUDA_CHANNELS
 
   // Reads every knob; values that do not parse keep their default and are
   // reported in `warnings` (so the caller can log them with its rank).

@@ -15,7 +15,7 @@
 #      that fails is repeated with -z 1 (a stream synchronize after every call)
 #   3b. where gpu_pack.sh packed nccl-tests (NCCL_TESTS_DIR): its
 #      all_reduce_perf on NVIDIA's NCCL (the baseline), then on Loom's drop-in
-#      libnccl.so.2 at 1 rank and 2 threads
+#      libnccl.so.2
 #   4. -G: the all-reduce captured as a CUDA graph (or Loom's refusal); then
 #      2 processes sharing the GPU (loomrun -n 2), 8 B .. 32 MiB; then the
 #      PyTorch backend built for this machine's torch (gpu_torch_build.py)
@@ -196,8 +196,8 @@ done
 # all_reduce_perf (NCCL_TESTS_DIR): the baseline, against the NCCL library
 # this machine has (PyTorch's nvidia-nccl package or the toolkit's); then the
 # same nccl-tests binary against Loom's drop-in libnccl.so.2, which also
-# checks every result (nccl-tests' -c 1), at 1 rank and at 2 threads sharing
-# the GPU (NVIDIA's NCCL refuses two ranks on one device).
+# checks every result (nccl-tests' -c 1). One rank: nccl-tests itself wants
+# a GPU per thread.
 nccl_tests=.gpu/nccl-tests/all_reduce_perf
 if [[ -x $nccl_tests ]]; then
   nvidia_nccl=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib"))' 2>/dev/null)
@@ -210,7 +210,6 @@ if [[ -x $nccl_tests ]]; then
   fi
   if [[ -f .gpu/lib/nccl-shim/libnccl.so.2 ]]; then
     step nccl_tests_on_loom_1rank "$sweep_timeout" sweep env LD_LIBRARY_PATH="$PWD/.gpu/lib/nccl-shim:$LD_LIBRARY_PATH" "${nccl_sweep[@]}"
-    step nccl_tests_on_loom_2threads "$sweep_timeout" sweep env LD_LIBRARY_PATH="$PWD/.gpu/lib/nccl-shim:$LD_LIBRARY_PATH" "${nccl_sweep[@]}" -t 2
   fi
 fi
 

@@ -41,7 +41,9 @@ mapfile -t gpu_tests < <(git grep -hoE 'add_executable\(\s*[A-Za-z0-9_]*gpu[A-Za
                          sed -E 's/add_executable\(\s*//' | sort -u)
 mapfile -t perf_tools < <(find perf -maxdepth 1 -name '*_perf.cc' -printf '%f\n' | sed -E 's|\.cc$||' | sort)
 ((${#gpu_tests[@]} > 0)) || die "no *gpu*test executable is declared in any CMakeLists.txt"
-targets=("${gpu_tests[@]}" "${perf_tools[@]}" loomrun)
+programs=("${gpu_tests[@]}" "${perf_tools[@]}" loomrun)
+# loom_nccl: the drop-in libnccl.so.2 that nccl-tests runs on in gpu_check.sh.
+targets=("${programs[@]}" loom_nccl)
 
 if [[ ! -f $build/CMakeCache.txt ]]; then
   echo "gpu_pack: configuring $build with CUDA"
@@ -67,7 +69,15 @@ done
 # git-exclude step assumes .git is a folder, which it is not in a worktree.
 staging=$(mktemp -d)
 trap 'rm -rf "$staging"' EXIT
-bash "$packer" "$build" "$staging/gpu" "${targets[@]}"
+# The packer copies lib/*.so* and ends (set -e) when the last of them is a
+# symbolic link, as the drop-in NCCL's libloom_nccl.so links are: it gets a
+# view of the build with bin/ and libloom's files only (the drop-in is
+# copied below).
+view=$staging/build
+mkdir -p "$view/lib"
+ln -s "$(realpath "$build/bin")" "$view/bin"
+cp -P "$build"/lib/libloom.so* "$view/lib/"
+bash "$packer" "$view" "$staging/gpu" "${programs[@]}"
 # Loom's drop-in libnccl.so.2 lives in the build's lib/nccl-shim (it must
 # not shadow NVIDIA's libnccl there either); the packer copies lib/*.so* only.
 if ls "$build"/lib/nccl-shim/libnccl.so* >/dev/null 2>&1; then
@@ -108,6 +118,6 @@ git check-ignore -q .gpu-archive/gpu.tar.xz || die ".gpu-archive is not ignored 
 unpacked=$(du -sb "$top/.gpu" | cut -f1)
 bytes=$(du -sb "$top/.gpu-archive" | cut -f1)
 mib=$(((bytes + (1 << 20) - 1) >> 20))
-echo "gpu_pack: .gpu holds ${#targets[@]} programs and $(find "$top/.gpu/lib" -name '*.so*' | wc -l) libraries: $((unpacked >> 20)) MiB, $mib MiB as .gpu-archive/gpu.tar.xz (limit $limit_mib MiB)"
+echo "gpu_pack: .gpu holds ${#programs[@]} programs and $(find "$top/.gpu/lib" -name '*.so*' | wc -l) libraries: $((unpacked >> 20)) MiB, $mib MiB as .gpu-archive/gpu.tar.xz (limit $limit_mib MiB)"
 ((mib <= limit_mib)) || die ".gpu-archive is $mib MiB, over the $limit_mib MiB that may travel to the GPU machine"
 echo "gpu_pack: on the GPU machine, from the repository root: scripts/gpu_check.sh (the run tool: carry .gpu-archive; the check unpacks it)"

@@ -67,7 +67,7 @@ inline Reduction reductionOf(const c10d::ReduceOp& reduceOp, const at::Tensor& t
     case c10d::ReduceOp::PREMUL_SUM: {
       TORCH_CHECK(at::isFloatingType(t.scalar_type()), "loom: ", op,
                   " takes ReduceOp.PREMUL_SUM on floating-point tensors only, got ", t.scalar_type());
-      const auto* s = dynamic_cast<const c10d::PreMulSumSupplement*>(reduceOp.supplement_.get());
+      const auto* s = dynamic_cast<const c10d::NCCLPreMulSumSupplement*>(reduceOp.supplement_.get());
       TORCH_CHECK(s != nullptr, "loom: ", op, ": ReduceOp.PREMUL_SUM without its factor");
       r.op = loomSum;
       r.premultiply = true;

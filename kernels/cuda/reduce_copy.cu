@@ -29,4 +29,18 @@ cudaError_t launchReduceCopy(const ReduceCopyArgs& args, cudaStream_t stream, La
   return cudaGetLastError();
 }
 
+cudaError_t preloadReduceCopyKernels() {
+  cudaError_t err = cudaSuccess;
+  for (int type = 0; type < kNumDataTypes; ++type) {
+    for (int op = 0; op < kNumRedOps; ++op) {
+      dispatchReduceCopy(static_cast<DataType>(type), static_cast<RedOp>(op), 2, [&]<class T, RedOp kOp>() {
+        cudaFuncAttributes attributes;
+        const cudaError_t e = cudaFuncGetAttributes(&attributes, reduceCopyKernel<T, kOp>);
+        if (err == cudaSuccess) err = e;
+      });
+    }
+  }
+  return err;
+}
+
 }  // namespace loom::kernels::cuda

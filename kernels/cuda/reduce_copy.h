@@ -19,6 +19,11 @@ namespace loom::kernels::cuda {
 // launches nothing and succeeds. `shape` {0, 0} picks chooseLaunchShape(args).
 cudaError_t launchReduceCopy(const ReduceCopyArgs& args, cudaStream_t stream, LaunchShape shape = {});
 
+// Loads every instantiation into the current device's context now, rather
+// than at a first launch that may wait for the device to go idle while a
+// peer's kernel spins (see preloadEngineKernels in engine/engine_kernel.h).
+cudaError_t preloadReduceCopyKernels();
+
 // dst[j][i] = src[i] * *scalar for every destination (`scalar`: a host
 // pointer to one element of `type`, read before returning).
 inline cudaError_t launchScaleCopy(DataType type, void* const* dsts, int ndsts, const void* src, size_t count,

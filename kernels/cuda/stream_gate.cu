@@ -26,4 +26,9 @@ cudaError_t launchStreamGate(const StreamGateWords* gate, uint64_t target, cudaS
   return cudaGetLastError();
 }
 
+cudaError_t preloadStreamGateKernel() {
+  cudaFuncAttributes attributes;
+  return cudaFuncGetAttributes(&attributes, streamGateKernel);
+}
+
 }  // namespace loom::kernels::cuda

@@ -15,4 +15,9 @@ namespace loom::kernels::cuda {
 // enqueued after it on `stream` runs after that. Returns the launch status.
 cudaError_t launchStreamGate(const StreamGateWords* gate, uint64_t target, cudaStream_t stream);
 
+// Loads the gate kernel into the current device's context now (see
+// preloadEngineKernels in engine/engine_kernel.h: a lazy first load may wait
+// for the device to go idle).
+cudaError_t preloadStreamGateKernel();
+
 }  // namespace loom::kernels::cuda

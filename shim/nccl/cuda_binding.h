@@ -21,4 +21,12 @@ loomResult_t streamFor(cudaStream_t stream, loomStream_t* out);
 // the program already loaded), or 0 when the process uses no CUDA.
 int currentCudaDevice();
 
+// ncclMemAlloc / ncclMemFree: device memory of the current CUDA context
+// (cuMemAlloc through a driver the program already loaded, so cudaFree works
+// on it too); where the process uses no CUDA, page-aligned host memory,
+// which Loom's collectives take as host buffers. Host blocks are tracked so
+// that freeMemory tells the two apart.
+loomResult_t allocMemory(void** ptr, size_t bytes, const char** why);
+loomResult_t freeMemory(void* ptr, const char** why);
+
 }  // namespace loom::nccl_shim

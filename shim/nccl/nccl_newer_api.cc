@@ -4,6 +4,7 @@
 // message saying so, as NCCL does for a feature its build lacks.
 #include <loom/loom.h>
 
+#include "shim/nccl/cuda_binding.h"
 #include "shim/nccl/errors.h"
 #include "shim/nccl/nccl_group.h"
 #include "nccl.h"
@@ -25,14 +26,21 @@ ncclResult_t unsupported(const char* call, const char* instead) {
 extern "C" {
 
 ncclResult_t ncclMemAlloc(void** ptr, size_t size) {
-  (void)size;
-  if (ptr) *ptr = nullptr;
-  return unsupported("ncclMemAlloc", "allocate buffers with cudaMalloc (or on the host without a GPU)");
+  if (!ptr) return fail(ncclInvalidArgument, "ncclMemAlloc: ptr is NULL");
+  *ptr = nullptr;
+  if (size == 0) return ncclSuccess;
+  const char* why = "";
+  const loomResult_t r = allocMemory(ptr, size, &why);
+  if (r != loomSuccess) return fail(r == loomUnhandledCudaError ? ncclUnhandledCudaError : ncclSystemError,
+                                    "ncclMemAlloc of %zu bytes: %s", size, why);
+  return ncclSuccess;
 }
 
 ncclResult_t ncclMemFree(void* ptr) {
-  (void)ptr;
-  return unsupported("ncclMemFree", "memory from cudaMalloc is freed with cudaFree");
+  if (!ptr) return ncclSuccess;
+  const char* why = "";
+  if (freeMemory(ptr, &why) != loomSuccess) return fail(ncclInvalidArgument, "ncclMemFree of %p: %s", ptr, why);
+  return ncclSuccess;
 }
 
 ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags) {

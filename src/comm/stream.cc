@@ -96,10 +96,17 @@ Status Stream::requireNotCapturing(const char* call, int rank) const {
 }
 
 Status Stream::query() {
-  std::lock_guard<std::mutex> lock(mu_);
-  pruneLocked();
-  if (!firstError_.isOk()) return firstError_;
-  if (!outstanding_.empty()) return {Code::kInProgress, "operations still running on the stream"};
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    pruneLocked();
+    if (!firstError_.isOk()) return firstError_;
+    if (!outstanding_.empty()) return {Code::kInProgress, "operations still running on the stream"};
+    if (!device_) return Status::ok();
+  }
+  // The device engine's kernels are on the CUDA stream only.
+  auto busy = device_->busy();
+  LOOM_TRY(busy.status());
+  if (busy.value()) return {Code::kInProgress, "kernels still running on the CUDA stream"};
   return Status::ok();
 }
 

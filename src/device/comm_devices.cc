@@ -60,6 +60,14 @@ DeviceSettings DeviceSettings::fromConfig(const Config& config, std::vector<std:
     else if (warnings)
       warnings->push_back(strprintf("LOOM_CUDA_COPY_CHUNK='%s': expected bytes >= 4K (K/M/G suffixes)", v));
   }
+  if (const char* v = config.cudaChannels.c_str(); *v) {
+    char* end = nullptr;
+    const long channels = std::strtol(v, &end, 10);
+    if (end != v && *end == '\0' && channels >= 1 && channels <= kernels::cuda::engine::kMaxChannels)
+      s.engineChannels = static_cast<int>(channels);
+    else if (warnings)
+      warnings->push_back(strprintf("LOOM_CUDA_CHANNELS='%s': expected 1..%d", v, kernels::cuda::engine::kMaxChannels));
+  }
   return s;
 }
 
@@ -116,6 +124,7 @@ std::unique_ptr<CommDevices> CommDevices::create(const CommDeviceSetup& setup, c
     engineSetup.bootstrap = setup.bootstrap;
     engineSetup.wait = setup.wait;
     engineSetup.settings.timeoutSeconds = config.timeoutSeconds;
+    engineSetup.settings.channels = settings.engineChannels;
     engineSetup.settings.rules = setup.engineRules;
     auto made = DeviceEngine::create(engineSetup, backend.isOk() ? std::move(backend).value() : nullptr,
                                      engineWhy.empty() ? &engineWhy : nullptr);

@@ -62,6 +62,7 @@ struct DeviceSettings {
   bool directP2P = false;                   // LOOM_CUDA_P2P=1
   bool netGdr = false;                      // LOOM_NET_GDR=1 (alike on every rank: create() joins an exchange)
   size_t copyChunkBytes = size_t{8} << 20;  // LOOM_CUDA_COPY_CHUNK
+  int engineChannels = EngineSettings{}.channels;  // LOOM_CUDA_CHANNELS
   static DeviceSettings fromConfig(const Config& config, std::vector<std::string>* warnings);
 };
 

@@ -94,6 +94,7 @@ Result<std::unique_ptr<DeviceEngine>> DeviceEngine::create(const EngineSetup& se
   // the records of its own members only).
   std::vector<DeviceEngine::SetupRecord> records(static_cast<size_t>(world));
   DeviceEngine::SetupRecord& mine = records[static_cast<size_t>(setup.rank)];
+  mine.channels = static_cast<uint32_t>(eng->layout_.nchannels);
   std::string localWhy;
   if (!eng->backend_) {
     localWhy = "this rank has no device for the engine";
@@ -151,6 +152,12 @@ Result<std::unique_ptr<DeviceEngine>> DeviceEngine::create(const EngineSetup& se
     if (whyNot) *whyNot = !ok ? localWhy : strprintf("rank %d cannot reach every peer's device", r);
     return std::unique_ptr<DeviceEngine>();
   }
+
+  // Every member allocated for its own channel count: all take the smallest,
+  // which fits every allocation (a layout only grows with its channels).
+  int channels = eng->layout_.nchannels;
+  for (int r : members) channels = std::min(channels, static_cast<int>(records[static_cast<size_t>(r)].channels));
+  if (channels != eng->layout_.nchannels) eng->layout_ = engine::engineLayout(n, channels, s.slots, s.slotBytes, s.llSlotBytes);
 
   // 3. Map the peers and publish this rank's view; then agree once more, so
   // that a rank that failed here leaves no peer using the engine alone.
@@ -275,6 +282,7 @@ Status DeviceEngine::enqueue(const algo::CollArgs& args, void* stream) {
   call.count = args.count;
   call.root = args.root;
   choose(args.type, &call);
+  call.channels = engine::engineChannelsFor(call.op, call.type, call.count, nranks_, call.protocol, layout_.nchannels);
   lastChoice_.store(static_cast<int>(call.algorithm) * 16 + static_cast<int>(call.protocol),
                     std::memory_order_relaxed);
   return launch(call, stream, algo::collTypeName(args.type));

@@ -64,10 +64,12 @@ struct EngineChoiceRules {
 };
 
 struct EngineSettings {
+  // The most channels a call may use (engineChannelsFor picks per call).
   // Ring collectives run one block per channel and rank; every rank's
-  // blocks must be resident at once (ranks may share one GPU), which 8
-  // channels x 8 ranks leave far below any GPU's limit.
-  int channels = 8;
+  // blocks must be resident at once (ranks may share one GPU): 32 channels
+  // x 8 ranks of 256 threads are 256 blocks, well below a Hopper GPU's
+  // ~1000 resident ones.
+  int channels = kernels::cuda::engine::kMaxChannels;
   int slots = 4;                     // FIFO slots per connection
   size_t slotBytes = size_t{128} << 10;
   // LL slots per connection: as many as FIFO slots, each this many bytes of
@@ -151,8 +153,8 @@ class DeviceEngine {
  private:
   // What each rank tells the others at setup.
   struct SetupRecord {
-    uint32_t ready = 0;  // allocated and exported
-    uint32_t pad = 0;
+    uint32_t ready = 0;     // allocated and exported
+    uint32_t channels = 0;  // its LOOM_CUDA_CHANNELS: all use the smallest
     EngineExport exported;
   };
   DeviceEngine(const EngineSetup& setup, std::unique_ptr<EngineBackend> backend);

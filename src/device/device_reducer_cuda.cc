@@ -48,7 +48,7 @@ class CudaReducer final : public DeviceReducer {
           state = cudaStreamQuery(stream_);
           return state != cudaErrorNotReady;
         },
-        nullptr, wait, [this] { return strprintf("the GDR reduce-copy kernel on device %d", device_); }));
+        nullptr, gpuWait(wait), [this] { return strprintf("the GDR reduce-copy kernel on device %d", device_); }));
     return cudaStatus(state, "GDR reduce-copy kernel");
   }
 
@@ -61,6 +61,7 @@ class CudaReducer final : public DeviceReducer {
 }  // namespace
 
 Result<std::unique_ptr<DeviceReducer>> makeCudaReducer(int device) {
+  LOOM_TRY(preloadKernels(device));
   DeviceGuard guard(device);
   LOOM_TRY(guard.status());
   int options = 0;

@@ -55,6 +55,9 @@ class DeviceStream {
   // Waits for everything enqueued on the CUDA stream so far (the device
   // engine's kernels are on it, not in the Loom stream's queue).
   virtual Status drain(const WaitContext& wait) = 0;
+  // Whether work enqueued on the CUDA stream is still running or waiting
+  // (cudaStreamQuery): the device engine's kernels count there only.
+  virtual Result<bool> busy() = 0;
 };
 
 }  // namespace loom::cuda

@@ -51,6 +51,11 @@ class MappedWordSlab {
 class CudaEngineBackend final : public EngineBackend {
  public:
   explicit CudaEngineBackend(int device) : device_(device) {}
+  Status makeOwnStream() {
+    DeviceGuard guard(device_);
+    LOOM_TRY(guard.status());
+    return streamOf(nullptr).status();
+  }
   ~CudaEngineBackend() override {
     DeviceGuard guard(device_);
     if (view_) (void)cudaFree(view_);
@@ -184,7 +189,7 @@ class CudaEngineBackend final : public EngineBackend {
           state = cudaEventQuery(last_);
           return state != cudaErrorNotReady;
         },
-        nullptr, wait, [] { return std::string("the device engine's kernels"); }));
+        nullptr, gpuWait(wait), [] { return std::string("the device engine's kernels"); }));
     return cudaStatus(state, "device engine kernel (cudaEventQuery)");
   }
 
@@ -224,7 +229,13 @@ class CudaEngineBackend final : public EngineBackend {
 Result<std::unique_ptr<EngineBackend>> makeCudaEngineBackend() {
   auto device = currentDevice();
   LOOM_TRY(device.status());
-  return std::unique_ptr<EngineBackend>(new CudaEngineBackend(device.value()));
+  LOOM_TRY(preloadKernels(device.value()));
+  auto backend = std::make_unique<CudaEngineBackend>(device.value());
+  // The stream of blocking calls is made now, while no engine kernel can be
+  // waiting for this rank: stream creation is not promised to be quick,
+  // and a first blocking call then only launches.
+  LOOM_TRY(backend->makeOwnStream());
+  return std::unique_ptr<EngineBackend>(std::move(backend));
 }
 
 }  // namespace loom::cuda

@@ -150,7 +150,10 @@ class CudaDirectPath final : public DirectPath {
                    rank_, device, device_);
       device_ = device;
     }
-    if (!stream_) LOOM_CUDA_TRY(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    if (!stream_) {
+      LOOM_TRY(preloadKernels(device));
+      LOOM_CUDA_TRY(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    }
     return Status::ok();
   }
 
@@ -195,7 +198,7 @@ class CudaDirectPath final : public DirectPath {
           state = cudaStreamQuery(stream_);
           return state != cudaErrorNotReady;
         },
-        nullptr, wait, [] { return std::string("the direct all-reduce kernel"); }));
+        nullptr, gpuWait(wait), [] { return std::string("the direct all-reduce kernel"); }));
     return cudaStatus(state, "direct all-reduce kernel");
   }
 

@@ -34,6 +34,12 @@ struct Availability {
 const Availability& availability();
 bool devicesUsable();
 
+// Loads every kernel Loom launches into `device`'s context, once per process
+// and device (kernel_preload_cuda.cc says why); ok at once after the first.
+// Call it where a device is first used for collectives: engine creation,
+// stream binding, the device reducer.
+Status preloadKernels(int device);
+
 // ---- Pointers ----
 // What cudaPointerGetAttributes said, as plain numbers (cudaError_t,
 // cudaMemoryType), so the mapping below is testable without CUDA.

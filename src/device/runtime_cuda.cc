@@ -145,7 +145,7 @@ class CudaCopyEngine final : public CopyEngine {
           state = cudaStreamQuery(stream_);
           return state != cudaErrorNotReady;
         },
-        nullptr, wait, [] { return std::string("staging copies between device and host"); }));
+        nullptr, gpuWait(wait), [] { return std::string("staging copies between device and host"); }));
     return cudaStatus(state, "staging copy");
   }
 

@@ -38,6 +38,7 @@ RawPointerAttributes pointerAttributes(const void*) { return {}; }
 Result<std::unique_ptr<CopyEngine>> makeCudaCopyEngine(int) { return noCuda("makeCudaCopyEngine"); }
 Result<std::unique_ptr<DeviceStream>> bindCudaStream(void*) { return noCuda("loomStreamFromCuda"); }
 Result<int> currentDevice() { return noCuda("cudaGetDevice"); }
+Status preloadKernels(int) { return Status::ok(); }
 Status setDevice(int) { return noCuda("cudaSetDevice"); }
 Result<bool> canAccessPeer(int, int) { return false; }
 Status enablePeerAccess(int) { return noCuda("cudaDeviceEnablePeerAccess"); }

@@ -43,7 +43,7 @@ class EventPriorWork final : public PriorWork {
           state = cudaEventQuery(event_);
           return state != cudaErrorNotReady;
         },
-        nullptr, wait, [] { return std::string("earlier work on the CUDA stream"); }));
+        nullptr, gpuWait(wait), [] { return std::string("earlier work on the CUDA stream"); }));
     return cudaStatus(state, "earlier work on the CUDA stream (cudaEventQuery)");
   }
 
@@ -159,6 +159,13 @@ class CudaStreamBinding final : public DeviceStream {
   int device() const override { return device_; }
   void* cudaStream() const override { return stream_; }
 
+  Result<bool> busy() override {
+    const cudaError_t state = cudaStreamQuery(stream_);
+    if (state == cudaErrorNotReady) return true;
+    LOOM_TRY(cudaStatus(state, "the CUDA stream (cudaStreamQuery)"));
+    return false;
+  }
+
   Status drain(const WaitContext& wait) override {
     cudaError_t state = cudaErrorNotReady;
     LOOM_TRY(waitUntil(
@@ -166,7 +173,7 @@ class CudaStreamBinding final : public DeviceStream {
           state = cudaStreamQuery(stream_);
           return state != cudaErrorNotReady;
         },
-        nullptr, wait, [] { return std::string("the CUDA stream's kernels"); }));
+        nullptr, gpuWait(wait), [] { return std::string("the CUDA stream's kernels"); }));
     return cudaStatus(state, "the CUDA stream (cudaStreamQuery)");
   }
 
@@ -184,6 +191,7 @@ Result<std::unique_ptr<DeviceStream>> bindCudaStream(void* cudaStream) {
   auto stream = static_cast<cudaStream_t>(cudaStream);
   int device = -1;
   LOOM_CUDA_TRY(cudaStreamGetDevice(stream, &device));
+  LOOM_TRY(preloadKernels(device));
   auto words = GateWordPool::instance().take();
   LOOM_TRY(words.status());
   DeviceGuard guard(device);

@@ -46,4 +46,21 @@ cudaError_t launchEngine(const EngineView* deviceView, const EngineLayout& layou
   return err;
 }
 
+cudaError_t preloadEngineKernels() {
+  cudaError_t err = cudaSuccess;
+  // Every (type, reduction) engineDispatch can pick; the byte kernel of the
+  // copy-only collectives is (kUint8, kSum). Invalid pairs (a bitwise op on
+  // floats) dispatch nothing.
+  for (int type = 0; type < kNumDataTypes; ++type) {
+    for (int op = 0; op < kNumRedOps; ++op) {
+      dispatchReduceCopy(static_cast<DataType>(type), static_cast<RedOp>(op), 2, [&]<class T, RedOp kOp>() {
+        cudaFuncAttributes attributes;
+        const cudaError_t e = cudaFuncGetAttributes(&attributes, engineKernel<T, kOp>);
+        if (err == cudaSuccess) err = e;
+      });
+    }
+  }
+  return err;
+}
+
 }  // namespace loom::kernels::cuda::engine

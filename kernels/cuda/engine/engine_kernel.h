@@ -21,4 +21,12 @@ constexpr unsigned kEngineThreadsPerBlock = 256;
 cudaError_t launchEngine(const EngineView* deviceView, const EngineLayout& layout, const EngineCall& call,
                          cudaStream_t stream);
 
+// Loads every instantiation of the kernel into the current device's context
+// now. CUDA loads kernels lazily by default (CUDA_MODULE_LOADING=LAZY), and
+// a first launch may wait for the whole device to go idle: a rank's first
+// launch of, say, the max all-reduce would then wait for a peer's kernel
+// that spins until this very launch runs, a deadlock. Call it before any
+// engine kernel of the process can be running on the device.
+cudaError_t preloadEngineKernels();
+
 }  // namespace loom::kernels::cuda::engine

@@ -33,7 +33,7 @@ bool aligned(const void* p, size_t to) { return reinterpret_cast<uintptr_t>(p) %
 
 const char* engineLayoutError(int nranks, int nchannels, int slots, size_t slotBytes, size_t llSlotBytes) {
   if (nranks < 1 || nranks > kMaxRanks) return "engine layout: nranks out of range [1, 8]";
-  if (nchannels < 1 || nchannels > kMaxChannels) return "engine layout: nchannels out of range [1, 8]";
+  if (nchannels < 1 || nchannels > kMaxChannels) return "engine layout: nchannels out of range [1, 32]";
   // A ring step receives and sends at once; with one slot every rank would
   // wait for its successor to free the slot it is itself waiting to fill.
   if (slots < 2) return "engine layout: slots must be at least 2";
@@ -143,6 +143,17 @@ EngineProtocol engineProtocolFor(EngineOp op, DataType type, size_t count, int n
   return largest <= kLLMaxBytes ? EngineProtocol::kLL : EngineProtocol::kSimple;
 }
 
+int engineChannelsFor(EngineOp op, DataType type, size_t count, int nranks, EngineProtocol protocol, int maxChannels) {
+  const int floor = kLLChannels < maxChannels ? kLLChannels : maxChannels;
+  if (protocol == EngineProtocol::kLL || !isValidDataType(static_cast<int>(type)) || nranks < 1) return floor;
+  const bool spansRanks = op == EngineOp::kAllGather || op == EngineOp::kReduceScatter;
+  const size_t perRank = count * dataTypeSize(type);
+  const size_t largest = spansRanks ? perRank * static_cast<size_t>(nranks) : perRank;
+  const size_t wanted = largest / kBytesPerChannel;
+  if (wanted <= static_cast<size_t>(floor)) return floor;
+  return wanted >= static_cast<size_t>(maxChannels) ? maxChannels : static_cast<int>(wanted);
+}
+
 const char* engineAlgorithmName(EngineAlgorithm algorithm) {
   switch (algorithm) {
     case EngineAlgorithm::kRing: return "ring";
@@ -169,7 +180,7 @@ const char* engineStatusName(EngineStatus status) {
 const char* engineCallError(const EngineCall& call, int nranks, int rank) {
   if (nranks < 1 || nranks > kMaxRanks) return "nranks out of range [1, 8]";
   if (static_cast<int>(call.op) > static_cast<int>(EngineOp::kSendRecv)) return "op is not an EngineOp";
-  if (call.channels < 0 || call.channels > kMaxChannels) return "channels out of range [0, 8]";
+  if (call.channels < 0 || call.channels > kMaxChannels) return "channels out of range [0, 32]";
   if (static_cast<int>(call.protocol) > static_cast<int>(EngineProtocol::kLL)) return "protocol is not an EngineProtocol";
   if (call.protocol == EngineProtocol::kLL && (call.op == EngineOp::kSendRecv || call.op == EngineOp::kAllToAll))
     return "protocol LL runs the ring collectives only (send/recv and all-to-all run Simple)";

@@ -41,7 +41,8 @@ struct EngineWorld {
 // Creates one engine per rank; `backendFor(rank)` may return null.
 EngineWorld makeWorld(int nranks, double timeoutSeconds = 20,
                       const std::function<std::unique_ptr<EngineBackend>(int)>& backendFor = {},
-                      const EngineChoiceRules& rules = {}) {
+                      const EngineChoiceRules& rules = {},
+                      const std::function<int(int)>& channelsFor = {}) {
   EngineWorld world;
   world.engines.resize(static_cast<size_t>(nranks));
   world.why.resize(static_cast<size_t>(nranks));
@@ -54,7 +55,7 @@ EngineWorld makeWorld(int nranks, double timeoutSeconds = 20,
     setup.nranks = nranks;
     setup.bootstrap = &boot;
     setup.wait = waitFor(20);
-    setup.settings.channels = 2;
+    setup.settings.channels = channelsFor ? channelsFor(rank) : 2;
     setup.settings.slots = 2;
     setup.settings.slotBytes = 4096;  // small: every call below crosses many slots
     setup.settings.timeoutSeconds = timeoutSeconds;
@@ -132,6 +133,41 @@ TEST(DeviceEngineEmulated, EveryCollectiveInARowMatchesItsReference) {
     });
     for (int r = 0; r < nranks; ++r) EXPECT_EQ(failures[static_cast<size_t>(r)], "") << "rank " << r;
   }
+}
+
+TEST(DeviceEngineEmulated, RanksThatSetDifferentChannelCountsAllUseTheSmallest) {
+  // LOOM_CUDA_CHANNELS differs between ranks: the FIFO offsets depend on the
+  // count, so every rank must lay its memory out for the same one.
+  constexpr int kRanks = 3;
+  EngineWorld world = makeWorld(kRanks, 20, {}, {}, [](int rank) { return rank == 1 ? 2 : 3; });
+  for (int r = 0; r < kRanks; ++r) {
+    ASSERT_NE(world.engines[static_cast<size_t>(r)], nullptr) << world.why[static_cast<size_t>(r)];
+    EXPECT_EQ(world.engines[static_cast<size_t>(r)]->channels(), 2) << "rank " << r;
+  }
+  constexpr size_t kCount = 30011;  // Simple: several slots per channel
+  std::vector<std::string> failures(kRanks);
+  runRankThreads(kRanks, [&](int rank) {
+    DeviceEngine& eng = *world.engines[static_cast<size_t>(rank)];
+    std::vector<float> in(kCount), sum(kCount, -1.0f);
+    for (size_t i = 0; i < kCount; ++i) in[i] = inputOf(rank, i);
+    algo::CollArgs args;
+    args.type = algo::CollType::kAllReduce;
+    args.sendbuf = in.data();
+    args.recvbuf = sum.data();
+    args.count = kCount;
+    args.op = RedOp::kSum;
+    Status s = eng.enqueue(args, nullptr);
+    if (s.isOk()) s = eng.waitIdle(waitFor(60));
+    if (s.isOk()) s = eng.kernelError();
+    std::string& failure = failures[static_cast<size_t>(rank)];
+    if (!s.isOk()) failure = s.message();
+    for (size_t i = 0; i < kCount && failure.empty(); ++i) {
+      float expected = 0;
+      for (int r = 0; r < kRanks; ++r) expected += inputOf(r, i);
+      if (sum[i] != expected) failure = "all-reduce at " + std::to_string(i);
+    }
+  });
+  for (int r = 0; r < kRanks; ++r) EXPECT_EQ(failures[static_cast<size_t>(r)], "") << "rank " << r;
 }
 
 TEST(DeviceEngineEmulated, SendRecvBatchesWithRepeatedPeersRunAsRounds) {

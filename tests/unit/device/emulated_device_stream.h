@@ -33,6 +33,7 @@ class EmulatedDeviceStream final : public cuda::DeviceStream {
   Result<bool> capturing() override { return capturing_.load(); }
   int device() const override { return 0; }
   void* cudaStream() const override { return &stream_; }
+  Result<bool> busy() override { return !stream_.synchronizeFor(Millis(0)); }
   Status drain(const WaitContext& wait) override {
     return waitUntil([this] { return stream_.synchronizeFor(Millis(1)); }, nullptr, wait,
                      [] { return std::string("the emulated CUDA stream"); });

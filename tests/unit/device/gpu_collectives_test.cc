@@ -41,6 +41,10 @@ struct RankContext {
 void runRanks(const std::function<void(RankContext&)>& body, int nranks = kRanks) {
   int devices = 0;
   ASSERT_EQ(cudaGetDeviceCount(&devices), cudaSuccess);
+  for (int d = 0; d < devices; ++d) {
+    ASSERT_EQ(cudaSetDevice(d), cudaSuccess);
+    ASSERT_EQ(loom::testing::preloadTestKernels(), cudaSuccess);
+  }
   loomUniqueId id;
   ASSERT_EQ(loomGetUniqueId(&id), loomSuccess) << loomGetLastError(nullptr);
   std::vector<std::thread> threads;
@@ -308,9 +312,18 @@ TEST(CudaGpu, DeviceSynchronizeWhileAPeerHasACollectiveEnqueued) {
 TEST(CudaGpu, GraphCaptureOnTheStagedPathFailsAtOnce) {
   SKIP_WITHOUT_DEVICE();
   constexpr size_t n = 4096;
+  // The staged path: the device engine, which a graph does capture, is off.
+  // Read when the communicators are created; the same on every rank.
+  setenv("LOOM_CUDA_ENGINE", "0", 1);
+  std::barrier ready(kRanks);
   runRanks([&](RankContext& c) {
     int32_t* buf = deviceInts(n);
+    CUDA_OK(cudaStreamSynchronize(c.cuda));
+    // Both ranks' setup is done before either captures: a device-wide call
+    // (cudaMemset and cudaMalloc may be one) on one thread during another
+    // thread's capture is refused with cudaErrorStreamCaptureUnsupported.
     CUDA_OK(cudaDeviceSynchronize());
+    ready.arrive_and_wait();
     // Thread-local mode: the other rank's thread may go on calling CUDA.
     CUDA_OK(cudaStreamBeginCapture(c.cuda, cudaStreamCaptureModeThreadLocal));
     const auto start = std::chrono::steady_clock::now();
@@ -325,8 +338,10 @@ TEST(CudaGpu, GraphCaptureOnTheStagedPathFailsAtOnce) {
     EXPECT_NE(error.find("captured into a CUDA graph"), std::string::npos) << error;
     EXPECT_LT(took, std::chrono::seconds(1)) << "the refusal waited for something";
     EXPECT_EQ(loomStreamQuery(c.stream), loomSuccess) << "a refused call must queue nothing";
+    ready.arrive_and_wait();  // no cudaFree (device-wide) while the peer still captures
     cudaFree(buf);
   });
+  unsetenv("LOOM_CUDA_ENGINE");
 }
 
 }  // namespace

@@ -32,6 +32,8 @@ struct Rank {
 
 // Runs `body` on nranks threads, all on device 0; collects failures.
 void runOnOneGpu(int nranks, const std::function<void(Rank&)>& body) {
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  ASSERT_EQ(loom::testing::preloadTestKernels(), cudaSuccess);
   loomUniqueId id;
   ASSERT_EQ(loomGetUniqueId(&id), loomSuccess);
   std::vector<Rank> ranks(static_cast<size_t>(nranks));

@@ -219,6 +219,23 @@ bool orderedBehindSlowKernel(StreamOrdering ordering, Millis limit) {
   return completed;
 }
 
+// The device engine's kernels are on the CUDA stream only, not in the Loom
+// stream's queue: a query must ask the CUDA stream too.
+TEST(CudaHostStreamOrder, QueryReportsKernelsStillQueuedOnTheCudaStream) {
+  EmulatedStream cuda;
+  loomStream_t stream = bindEmulatedStream(cuda, StreamOrdering::kGate);
+  ASSERT_NE(stream, nullptr);
+  std::atomic<bool> release{false};
+  cuda.launchKernel([&] {
+    while (!release.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  });
+  EXPECT_EQ(loomStreamQuery(stream), loomInProgress);
+  release.store(true);
+  cuda.synchronize();
+  EXPECT_EQ(loomStreamQuery(stream), loomSuccess);
+  EXPECT_EQ(loomStreamDestroy(stream), loomSuccess);
+}
+
 TEST(CudaHostStreamOrder, CollectiveIsOrderedAfterASlowKernelAndBeforeLaterKernels) {
   EXPECT_TRUE(orderedBehindSlowKernel(StreamOrdering::kGate, kGateLimit));
 }

@@ -23,6 +23,16 @@ unsigned blocksFor(size_t n) { return static_cast<unsigned>(n / 256 + 1 < 1024 ?
 
 }  // namespace
 
+cudaError_t preloadTestKernels() {
+  cudaFuncAttributes attributes;
+  for (const void* kernel : {reinterpret_cast<const void*>(spin), reinterpret_cast<const void*>(fill),
+                             reinterpret_cast<const void*>(scale)}) {
+    const cudaError_t err = cudaFuncGetAttributes(&attributes, kernel);
+    if (err != cudaSuccess) return err;
+  }
+  return cudaSuccess;
+}
+
 cudaError_t launchSpin(long long cycles, cudaStream_t stream) {
   spin<<<1, 1, 0, stream>>>(cycles);
   return cudaGetLastError();

@@ -206,5 +206,24 @@ TEST(EngineAlgorithmFor, SmallAllReducesFromFiveRanksRunTheTree) {
   EXPECT_EQ(engineAlgorithmFor(EngineOp::kAllReduce, EngineProtocol::kLL, 8), EngineAlgorithm::kTree);
 }
 
+TEST(EngineLayout, ChannelsGrowWithTheLargestBufferWithinTheBounds) {
+  // LL: kLLChannels, or fewer when the engine has fewer.
+  EXPECT_EQ(engineChannelsFor(EngineOp::kAllReduce, DataType::kFloat32, 16, 2, EngineProtocol::kLL, 32), kLLChannels);
+  EXPECT_EQ(engineChannelsFor(EngineOp::kAllReduce, DataType::kFloat32, 16, 2, EngineProtocol::kLL, 2), 2);
+  // Simple: one per kBytesPerChannel, at least kLLChannels, at most the engine's.
+  const size_t floats = kBytesPerChannel / 4;
+  EXPECT_EQ(engineChannelsFor(EngineOp::kAllReduce, DataType::kFloat32, floats * 2, 2, EngineProtocol::kSimple, 32),
+            kLLChannels);
+  EXPECT_EQ(engineChannelsFor(EngineOp::kAllReduce, DataType::kFloat32, floats * 12, 2, EngineProtocol::kSimple, 32), 12);
+  EXPECT_EQ(engineChannelsFor(EngineOp::kAllReduce, DataType::kFloat32, floats * 100, 2, EngineProtocol::kSimple, 32),
+            32);
+  EXPECT_EQ(engineChannelsFor(EngineOp::kAllReduce, DataType::kFloat32, floats * 100, 2, EngineProtocol::kSimple, 4), 4);
+  // All-gather and reduce-scatter count every rank's block.
+  EXPECT_EQ(engineChannelsFor(EngineOp::kAllGather, DataType::kFloat32, floats * 3, 4, EngineProtocol::kSimple, 32), 12);
+  EXPECT_EQ(engineChannelsFor(EngineOp::kReduceScatter, DataType::kInt8, kBytesPerChannel * 5, 4,
+                              EngineProtocol::kSimple, 32),
+            20);
+}
+
 }  // namespace
 }  // namespace loom::kernels::cuda::engine

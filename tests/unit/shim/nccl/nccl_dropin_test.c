@@ -10,6 +10,7 @@
 #include <nccl.h>
 
 #include <dlfcn.h>
+#include <stdint.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -193,9 +194,26 @@ int main(int argc, char** argv) {
     NCCL_OK(ncclCommRegister(pair[0], in[0], sizeof(in[0]), &handle));
     NCCL_OK(ncclCommDeregister(pair[0], handle));
   }
-  CHECK(ncclMemAlloc(&ptr, 4096) == ncclInvalidUsage, "ncclMemAlloc did not fail");
-  CHECK(ptr == NULL, "ncclMemAlloc left a pointer");
-  CHECK(strstr(ncclGetLastError(NULL), "not supported by Loom") != NULL, "message: %s", ncclGetLastError(NULL));
+  /* ncclMemAlloc (nccl-tests allocates with it): host memory in a process
+   * that uses no CUDA, usable by the collectives, freed by ncclMemFree. */
+  {
+    float* a[2] = {NULL, NULL};
+    CHECK(ncclMemAlloc(NULL, 4096) == ncclInvalidArgument, "ncclMemAlloc(NULL) accepted");
+    for (r = 0; r < 2; ++r) {
+      NCCL_OK(ncclMemAlloc((void**)&a[r], COUNT * sizeof(float)));
+      CHECK(a[r] != NULL && ((uintptr_t)a[r] % 4096) == 0, "ncclMemAlloc gave %p", (void*)a[r]);
+      for (i = 0; i < COUNT; ++i) a[r][i] = (float)(r + 1) * (float)i;
+    }
+    NCCL_OK(ncclGroupStart());
+    for (r = 0; r < 2; ++r) NCCL_OK(ncclAllReduce(a[r], a[r], COUNT, ncclFloat, ncclSum, pair[r], kStream));
+    NCCL_OK(ncclGroupEnd());
+    for (r = 0; r < 2; ++r)
+      for (i = 0; i < COUNT; ++i) CHECK(a[r][i] == 3.0f * (float)i, "all-reduce in ncclMemAlloc memory, rank %d [%d]", r, i);
+    for (r = 0; r < 2; ++r) NCCL_OK(ncclMemFree(a[r]));
+    NCCL_OK(ncclMemFree(NULL));
+    CHECK(ncclMemFree(&failures) == ncclInvalidArgument, "ncclMemFree of a pointer it never gave accepted");
+    CHECK(strstr(ncclGetLastError(NULL), "not one ncclMemAlloc returned") != NULL, "message: %s", ncclGetLastError(NULL));
+  }
   CHECK(ncclCommShrink(pair[0], &r, 1, &configured, NULL, NCCL_SHRINK_DEFAULT) == ncclInvalidUsage,
         "ncclCommShrink did not fail");
   printf("unsupported call says: %s\n", ncclGetLastError(NULL));
