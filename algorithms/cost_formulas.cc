@@ -124,10 +124,19 @@ Cost oneShotCost(const CostQuery& q) {
 // Windowed all-reduce: two phase ends per round of up to half a window
 // (1 MiB), whatever the rank count; each rank copies (n-1)/n of the vector
 // in and out and folds its slice of all n inputs.
+// A phase end of the shared windows waits for every peer's arrival, read
+// one flag (one cache miss) each: up to 4 ranks it costs one step, beyond
+// that it grows with the peers. On 16 cores (2026-11-27) a phase end at 8
+// ranks took about 2.4 of recursive doubling's steps and at 16 about 2, so
+// with rd's log2(n) steps the windowed and direct all-reduces must lose to
+// it at small sizes from 8 ranks; (n - 1) / 3 steps gives 2.3 at 8 and 5 at
+// 16 (rd: 3 and 4).
+static double phaseEndSteps(int n) { return std::max(1.0, (n - 1) / 3.0); }
+
 Cost windowAllReduceCost(const CostQuery& q) {
   const int n = q.nranks;
   const double moved = 1.0 * (n - 1) / n * q.bytes;
-  return Cost::of({2.0 * pieces(q.bytes, 1024.0 * 1024.0), 2.0 * moved, moved});
+  return Cost::of({2.0 * phaseEndSteps(n) * pieces(q.bytes, 1024.0 * 1024.0), 2.0 * moved, moved});
 }
 
 // Direct all-reduce: two phase ends per call; each rank reads (n-1)/n of
@@ -135,7 +144,7 @@ Cost windowAllReduceCost(const CostQuery& q) {
 Cost directAllReduceCost(const CostQuery& q) {
   const int n = q.nranks;
   const double moved = 1.0 * (n - 1) / n * q.bytes;
-  return Cost::of({2.0, 2.0 * moved, moved});
+  return Cost::of({2.0 * phaseEndSteps(n), 2.0 * moved, moved});
 }
 
 Cost deterministicAllReduceCost(const CostQuery& q) {

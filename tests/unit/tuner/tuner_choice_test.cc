@@ -136,6 +136,25 @@ TEST(TunerChoice, DirectCopiesTakeTheLargeSizesAtTwoRanks) {
   EXPECT_NE(chooseWith(1024, true), "direct/Simple");
 }
 
+// A phase end waits for every peer: on 16 cores, at 8 and 16 ranks, the
+// windowed and direct all-reduces took up to 2.4x recursive doubling's time
+// at 8 B and 1 KiB (docs/performance.md). From 8 ranks small calls go to
+// the log-depth or one-step algorithms.
+TEST(TunerChoice, SmallCallsAvoidPhaseEndsFromEightRanks) {
+  UnusedWindows windows;
+  for (int n : {8, 16}) {
+    Tuner tuner(builtinOptions(), n, algo::allAlgorithms(), Logger(), nullptr);
+    Contexts ctx(n);
+    ctx.simple.windows = ctx.ll.windows = &windows;
+    ctx.simple.peerCopies = ctx.ll.peerCopies = true;
+    for (size_t bytes : {size_t{8}, size_t{1024}}) {
+      const std::string chosen = nameOf(tuner.choose(callOf(CollType::kAllReduce, bytes), ctx.available()));
+      EXPECT_TRUE(chosen.rfind("rd/", 0) == 0 || chosen.rfind("oneshot/", 0) == 0 || chosen.rfind("tree/", 0) == 0)
+          << n << " ranks, " << bytes << " B: " << chosen;
+    }
+  }
+}
+
 // With more ranks than cores LL measured slower than Simple for the ring,
 // tree and halving-doubling at every size (tuning_defaults.cc), so forcing
 // one of them must not bring LL along; only one-shot's bulletin keeps LL.
