@@ -2,17 +2,19 @@
 // block (column-parallel 12->16, GELU, row-parallel 16->8) on T = 2 and 4
 // ranks (threads). Checked, for every rank, against the same block computed
 // unsharded with dense.h:
-//   bit for bit where no sum is split across ranks: the column-parallel
-//     output and the weight and bias gradients of both layers (each element
-//     is one dot product over the same terms in the same order);
-//   within 1e-5 relative (to the largest magnitude of the reference array)
-//     where the all-reduce re-associates a sum: the block's output and the
-//     input gradient.
+//   within 1e-6 relative (to the largest magnitude of the reference array)
+//     where no sum is split across ranks: the column-parallel output and the
+//     weight and bias gradients of both layers. Each element is one dot
+//     product over the same terms, but BLAS may take another kernel for a
+//     slice of columns than for the whole matrix: OpenBLAS's FMA kernels
+//     (Haswell, Zen) round some elements of a slice differently, its
+//     Sandybridge kernel does not;
+//   within 1e-5 relative where the all-reduce re-associates a sum: the
+//     block's output and the input gradient.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 
 #include "ddp/model/activation.h"
 #include "ddp/model/dense.h"
@@ -96,18 +98,19 @@ std::vector<float> columns(const std::vector<float>& m, size_t rows, size_t cols
   return out;
 }
 
-void expectBitEqual(const std::vector<float>& got, const std::vector<float>& want, const char* what, int rank) {
-  ASSERT_EQ(got.size(), want.size()) << what;
-  EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0) << what << " differs on rank " << rank;
-}
-
-void expectClose(const std::vector<float>& got, const std::vector<float>& want, const char* what, int rank) {
+void expectClose(const std::vector<float>& got, const std::vector<float>& want, const char* what, int rank,
+                 double relative = 1e-5) {
   ASSERT_EQ(got.size(), want.size()) << what;
   double scale = 0, worst = 0;
   for (float v : want) scale = std::max(scale, std::fabs(static_cast<double>(v)));
   for (size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::fabs(static_cast<double>(got[i]) - want[i]));
   EXPECT_GT(scale, 0.0) << what;
-  EXPECT_LE(worst, 1e-5 * scale) << what << " on rank " << rank << " (largest reference magnitude " << scale << ")";
+  EXPECT_LE(worst, relative * scale) << what << " on rank " << rank << " (largest reference magnitude " << scale << ")";
+}
+
+// Not split across ranks: only BLAS's choice of kernel may round differently.
+void expectAlmostExact(const std::vector<float>& got, const std::vector<float>& want, const char* what, int rank) {
+  expectClose(got, want, what, rank, 1e-6);
 }
 
 void checkBlock(const RankContext& w) {
@@ -117,14 +120,14 @@ void checkBlock(const RankContext& w) {
   const Result got = sharded(p, tp);
   const size_t hiddenLocal = kHidden / tp.size;
   const size_t h0 = tp.rank * hiddenLocal;
-  // Not split: exact.
-  expectBitEqual(got.z1, columns(want.z1, kBatch, kHidden, h0, hiddenLocal), "column-parallel output", w.rank);
-  expectBitEqual(got.gw1, std::vector<float>(want.gw1.begin() + h0 * kIn, want.gw1.begin() + (h0 + hiddenLocal) * kIn),
+  // Not split: the same dot products.
+  expectAlmostExact(got.z1, columns(want.z1, kBatch, kHidden, h0, hiddenLocal), "column-parallel output", w.rank);
+  expectAlmostExact(got.gw1, std::vector<float>(want.gw1.begin() + h0 * kIn, want.gw1.begin() + (h0 + hiddenLocal) * kIn),
                  "column-parallel weight gradient", w.rank);
-  expectBitEqual(got.gb1, std::vector<float>(want.gb1.begin() + h0, want.gb1.begin() + h0 + hiddenLocal),
+  expectAlmostExact(got.gb1, std::vector<float>(want.gb1.begin() + h0, want.gb1.begin() + h0 + hiddenLocal),
                  "column-parallel bias gradient", w.rank);
-  expectBitEqual(got.gw2, columns(want.gw2, kOut, kHidden, h0, hiddenLocal), "row-parallel weight gradient", w.rank);
-  expectBitEqual(got.gb2, want.gb2, "row-parallel bias gradient", w.rank);
+  expectAlmostExact(got.gw2, columns(want.gw2, kOut, kHidden, h0, hiddenLocal), "row-parallel weight gradient", w.rank);
+  expectAlmostExact(got.gb2, want.gb2, "row-parallel bias gradient", w.rank);
   // Split sums: rounding only.
   expectClose(got.y, want.y, "block output", w.rank);
   expectClose(got.gx, want.gx, "input gradient", w.rank);
