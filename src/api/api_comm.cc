@@ -240,10 +240,7 @@ loomResult_t loomCommInitRankConfig(loomComm_t* comm, int nranks, loomUniqueId c
       // Deferred to loomGroupEnd, where all deferred inits run concurrently:
       // this is how one thread creates several ranks of one clique.
       *comm = handle;
-      loom::api::deferInit([=] {
-        loomResult_t r = initRankNow(handle, nranks, commId, rank, overrides);
-        return r;
-      });
+      loom::api::deferInit([=] { return initRankNow(handle, nranks, commId, rank, overrides); }, comm, handle);
       return loomSuccess;
     }
     loomResult_t r = initRankNow(handle, nranks, commId, rank, overrides);

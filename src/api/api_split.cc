@@ -48,7 +48,7 @@ loomResult_t loomCommSplit(loomComm_t comm, int color, int key, loomComm_t* newc
   loomComm_t handle = color < 0 ? nullptr : new loomComm;
   if (loom::api::inGroup()) {
     *newcomm = handle;  // filled in at loomGroupEnd
-    loom::api::deferInit([=] { return splitNow(comm, color, key, handle); });
+    loom::api::deferInit([=] { return splitNow(comm, color, key, handle); }, newcomm, handle);
     return loomSuccess;
   }
   loomResult_t r = splitNow(comm, color, key, handle);

@@ -1,5 +1,6 @@
 #include "src/api/group.h"
 
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -22,9 +23,15 @@ struct DeferredP2P {
   std::vector<algo::P2POp> ops;  // in call order
 };
 
+struct DeferredInit {
+  std::function<loomResult_t()> run;
+  loomComm_t* out;     // the caller's variable, which already holds `handle`
+  loomComm_t handle;   // null: nothing to create (a split with a negative color)
+};
+
 struct GroupState {
   int depth = 0;
-  std::vector<std::function<loomResult_t()>> inits;
+  std::vector<DeferredInit> inits;
   std::vector<DeferredOrdered> ordered;
   std::vector<DeferredP2P> p2p;  // one per communicator, in order of first use
 };
@@ -34,14 +41,32 @@ thread_local GroupState group;
 // plain int in the initial-exec model is one load (no TLS wrapper call).
 __attribute__((tls_model("initial-exec"))) thread_local bool groupOpen = false;
 
-loomResult_t runDeferredInits(std::vector<std::function<loomResult_t()>> inits) {
+loomResult_t runDeferredInits(std::vector<DeferredInit> inits) {
   std::vector<loomResult_t> results(inits.size(), loomSuccess);
+  // Each init records its error on its own thread: the caller of
+  // loomGroupEnd gets the first failure's message as its own.
+  std::vector<std::string> errors(inits.size());
   std::vector<std::thread> threads;
-  for (size_t i = 0; i < inits.size(); ++i) threads.emplace_back([&, i] { results[i] = inits[i](); });
+  for (size_t i = 0; i < inits.size(); ++i)
+    threads.emplace_back([&, i] {
+      results[i] = inits[i].run();
+      if (results[i] != loomSuccess) errors[i] = lastErrorOfThread();
+    });
   for (auto& t : threads) t.join();
-  for (auto r : results)
-    if (r != loomSuccess) return r;
-  return loomSuccess;
+  loomResult_t first = loomSuccess;
+  for (size_t i = 0; i < inits.size(); ++i) {
+    if (results[i] == loomSuccess) continue;
+    if (first == loomSuccess) {
+      first = results[i];
+      setLastErrorOfThread(std::move(errors[i]));
+    }
+    // Never registered (the init fills and registers the handle only when it
+    // succeeds), so no call can hold it: freed here, and the caller's
+    // variable no longer names it.
+    delete inits[i].handle;
+    *inits[i].out = nullptr;
+  }
+  return first;
 }
 
 }  // namespace
@@ -71,7 +96,9 @@ Status deferP2P(loomComm_t comm, const algo::P2POp& op, loomStream_t stream) {
   return Status::ok();
 }
 
-void deferInit(std::function<loomResult_t()> init) { group.inits.push_back(std::move(init)); }
+void deferInit(std::function<loomResult_t()> init, loomComm_t* out, loomComm_t handle) {
+  group.inits.push_back({std::move(init), out, handle});
+}
 
 bool hasDeferredWork(loomComm_t comm) {
   for (const auto& c : group.ordered)

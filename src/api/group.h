@@ -31,8 +31,11 @@ void deferOrdered(loomComm_t comm, loomStream_t stream, std::function<Completion
 // (kInvalidUsage otherwise, naming both).
 Status deferP2P(loomComm_t comm, const algo::P2POp& op, loomStream_t stream);
 // Defers the creation of a communicator: `init` runs on its own thread at the
-// end of the group, concurrently with the other deferred inits.
-void deferInit(std::function<loomResult_t()> init);
+// end of the group, concurrently with the other deferred inits, and fills
+// `handle` (already given to the caller through `out`). If it fails,
+// loomGroupEnd frees `handle` and sets *out to NULL, so a failed init leaves
+// no handle behind, as outside a group. `out` must stay valid until then.
+void deferInit(std::function<loomResult_t()> init, loomComm_t* out, loomComm_t handle);
 // True if comm has deferred operations in this thread's open group.
 bool hasDeferredWork(loomComm_t comm);
 

@@ -208,4 +208,6 @@ loomResult_t fail(loomComm_t comm, const Status& status) {
 
 const char* lastErrorOfThread() { return threadLastError.c_str(); }
 
+void setLastErrorOfThread(std::string message) { threadLastError = std::move(message); }
+
 }  // namespace loom::api

@@ -97,5 +97,8 @@ loomResult_t toResult(Code code);
 loomResult_t fail(loomComm_t comm, const Status& status);
 inline loomResult_t fail(const CommRef& comm, const Status& status) { return fail(comm.get(), status); }
 const char* lastErrorOfThread();
+// Makes `message` this thread's last error without logging it again (an
+// error another thread already reported, handed to the caller that waits).
+void setLastErrorOfThread(std::string message);
 
 }  // namespace loom::api

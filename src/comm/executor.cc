@@ -106,11 +106,11 @@ void Executor::workerLoop() {
 }
 
 void Executor::shutdown() {
-  {
-    std::lock_guard<std::mutex> lock(stopMu_);
-    if (stopping_.load() && !worker_.joinable()) return;
-    stopping_.store(true);
-  }
+  // The join stays under the lock: a second caller (a destructor racing an
+  // explicit shutdown) must not join the same thread, and returns only once
+  // the worker has stopped, as the first does. The worker never takes stopMu_.
+  std::lock_guard<std::mutex> lock(stopMu_);
+  stopping_.store(true);
   workSignal_.notify();
   if (worker_.joinable()) worker_.join();
 }

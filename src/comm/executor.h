@@ -72,7 +72,8 @@ class Executor {
     if (run.owns_lock() && (taken_ != nullptr || incoming_.load(std::memory_order_acquire) != nullptr)) run.unlock();
     return run;
   }
-  // Stops the worker after the queue is empty (idempotent).
+  // Stops the worker after the queue is empty. Idempotent and safe from
+  // several threads at once: each returns once the worker has stopped.
   void shutdown();
 
  private:
@@ -96,7 +97,7 @@ class Executor {
   alignas(64) ExecutorTask* taken_ = nullptr;
   ExecutorTask* takenTail_ = nullptr;
   std::atomic<bool> stopping_{false};
-  std::mutex stopMu_;  // shutdown's once
+  std::mutex stopMu_;  // shutdown's join, one caller at a time
   std::mutex runMu_;
   std::thread worker_;
 };

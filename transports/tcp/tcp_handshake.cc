@@ -17,6 +17,10 @@ namespace {
 
 constexpr uint64_t kHelloMagic = 0x314c4548504354ull;  // "TCPHEL1"
 constexpr uint64_t kAckMagic = 0x314b4341504354ull;    // "TCPACK1"
+// The answer to a hello from a rank of this job whose geometry differs: a
+// setting that must match on every rank does not. Both ranks fail at once,
+// each naming both values, instead of waiting for LOOM_TIMEOUT.
+constexpr uint64_t kMismatchMagic = 0x31534d58504354ull;  // "TCPXMS1"
 constexpr double kHelloSeconds = 5.0;  // an accepted connection must say hello this fast
 
 struct Hello {
@@ -29,6 +33,22 @@ struct Hello {
   bootstrap::Secret token{};
 };
 static_assert(sizeof(Hello) == 48);
+
+// What follows kMismatchMagic: the accepting rank's own values.
+struct MismatchBody {
+  uint64_t chunkBytes = 0;
+  int32_t lanes = 0;
+  int32_t pad = 0;
+};
+static_assert(sizeof(MismatchBody) == 16);
+
+Status geometryMismatch(int rankA, uint64_t chunkA, int lanesA, int rankB, uint64_t chunkB, int lanesB) {
+  return makeError(Code::kInvalidUsage,
+                   "tcp: rank %d uses chunks of %llu bytes and %d socket(s) per peer, rank %d %llu bytes and %d: the "
+                   "chunk size (LOOM_CHUNK_SIZE or loomConfig_t.chunkBytes) and LOOM_NSOCKS must match on every rank",
+                   rankA, static_cast<unsigned long long>(chunkA), lanesA, rankB,
+                   static_cast<unsigned long long>(chunkB), lanesB);
+}
 
 WaitContext shortWait(const WaitContext& wait, double seconds) {
   WaitContext w = wait;
@@ -127,13 +147,23 @@ Status connectLanes(const SetupContext& ctx, const std::vector<int>& peers, int 
     else if (hello.toRank != ctx.rank || hello.fromRank < 0 || hello.fromRank >= ctx.rank ||
              expected[static_cast<size_t>(hello.fromRank)] == 0)
       why = strprintf("unexpected ranks (from %d to %d)", hello.fromRank, hello.toRank);
-    else if (hello.lanes != lanes || hello.lane < 0 || hello.lane >= lanes ||
-             seen[static_cast<size_t>(hello.fromRank)][static_cast<size_t>(hello.lane)])
-      why = strprintf("socket %d of %d from rank %d does not fit LOOM_NSOCKS=%d here", hello.lane, hello.lanes,
-                      hello.fromRank, lanes);
-    else if (hello.chunkBytes != ctx.config->chunkBytes)
-      why = strprintf("rank %d uses chunks of %llu bytes, rank %d %zu (LOOM_CHUNK_SIZE or loomConfig_t.chunkBytes)", hello.fromRank,
-                      static_cast<unsigned long long>(hello.chunkBytes), ctx.rank, ctx.config->chunkBytes);
+    else if (hello.lanes != lanes || hello.chunkBytes != ctx.config->chunkBytes) {
+      // A rank of this job (it holds the token) set up differently: tell it,
+      // so it fails now too, and fail.
+      struct {
+        uint64_t magic = kMismatchMagic;
+        MismatchBody mine;
+      } reply;
+      reply.mine.chunkBytes = ctx.config->chunkBytes;
+      reply.mine.lanes = lanes;
+      (void)bootstrap::sendAll(s->fd(), &reply, sizeof reply, shortWait(ctx.wait, kHelloSeconds),
+                               "mismatch reply to " + describe(hello.fromRank));
+      return geometryMismatch(ctx.rank, ctx.config->chunkBytes, lanes, hello.fromRank, hello.chunkBytes,
+                              hello.lanes);
+    } else if (hello.lane < 0 || hello.lane >= lanes ||
+               seen[static_cast<size_t>(hello.fromRank)][static_cast<size_t>(hello.lane)])
+      why = strprintf("socket %d of %d from rank %d is out of range or a duplicate", hello.lane, hello.lanes,
+                      hello.fromRank);
     if (!why.empty()) {
       LOOM_WARN(ctx.log, kSubsysTransport, "tcp: rank %d rejected a connection from %s: %s", ctx.rank,
                 from.toString().c_str(), why.c_str());
@@ -152,6 +182,12 @@ Status connectLanes(const SetupContext& ctx, const std::vector<int>& peers, int 
     for (auto& s : (*sockets)[static_cast<size_t>(peer)]) {
       uint64_t ack = 0;
       LOOM_TRY(bootstrap::recvAll(s.fd(), &ack, sizeof ack, ctx.wait, "the handshake ack of " + describe(peer)));
+      if (ack == kMismatchMagic) {
+        MismatchBody theirs;
+        LOOM_TRY(bootstrap::recvAll(s.fd(), &theirs, sizeof theirs, ctx.wait,
+                                    "the mismatch reply of " + describe(peer)));
+        return geometryMismatch(ctx.rank, ctx.config->chunkBytes, lanes, peer, theirs.chunkBytes, theirs.lanes);
+      }
       LOOM_ENFORCE(ack == kAckMagic, Code::kRemoteError, "tcp: %s answered the handshake with garbage",
                    describe(peer).c_str());
     }

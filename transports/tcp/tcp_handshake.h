@@ -10,7 +10,9 @@
 //     sends a hello on each (magic, ranks, lane, geometry, the listener's
 //     token); then accepts the sockets of its lower-ranked peers, checks each
 //     hello (a wrong token or an unexpected rank is logged and closed, and
-//     accepting goes on), and acknowledges it; then reads its own acks.
+//     accepting goes on), and acknowledges it; then reads its own acks. A
+//     rank of the job whose chunk size or LOOM_NSOCKS differs gets a
+//     mismatch reply instead, and both ranks fail with kInvalidUsage.
 //     Connecting never waits for an accept (the listen backlog holds the
 //     connection), so no order of arrival can deadlock.
 #pragma once

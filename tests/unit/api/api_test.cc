@@ -152,6 +152,28 @@ TEST(Api, OneThreadCreatesAndDrivesACliqueInsideGroups) {
   destroyAll(comms);
 }
 
+TEST(Api, AFailedInitInsideAGroupLeavesNoHandle) {
+  // As outside a group, a communicator that could not be created is NULL:
+  // the caller must not be left with a handle that names nothing.
+  loomUniqueId good, bad;
+  ASSERT_EQ(loomGetUniqueId(&good), loomSuccess);
+  std::memset(&bad, 0, sizeof(bad));  // no bootstrap root behind it
+  loomComm_t created = nullptr, failed = nullptr;
+  ASSERT_EQ(loomGroupStart(), loomSuccess);
+  ASSERT_EQ(loomCommInitRank(&created, 1, good, 0), loomSuccess);
+  ASSERT_EQ(loomCommInitRank(&failed, 1, bad, 0), loomSuccess);
+  EXPECT_NE(failed, nullptr);  // deferred: filled in at loomGroupEnd
+  EXPECT_NE(loomGroupEnd(), loomSuccess);
+  EXPECT_FALSE(std::string(loomGetLastError(nullptr)).empty());
+  EXPECT_EQ(failed, nullptr);
+  ASSERT_NE(created, nullptr);
+  float x = 2;
+  EXPECT_EQ(loomAllReduce(&x, &x, 1, loomFloat, loomSum, created, nullptr), loomSuccess)
+      << loomGetLastError(created);
+  EXPECT_EQ(x, 2.0f);
+  EXPECT_EQ(loomCommDestroy(created), loomSuccess);
+}
+
 TEST(Api, GroupMisuse) {
   EXPECT_EQ(loomGroupEnd(), loomInvalidUsage);
   EXPECT_NE(std::string(loomGetLastError(nullptr)).find("without a matching loomGroupStart"), std::string::npos);

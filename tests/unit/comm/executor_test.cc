@@ -1,12 +1,13 @@
 // The communicator's progress engine (src/comm/executor.h): tasks run one at
 // a time, in the order they were queued, whether the worker runs them or a
 // caller waiting in runUntil; inlineTurn is refused while anything is queued;
-// shutdown runs what is left.
+// shutdown runs what is left, however many threads call it.
 #include "src/comm/executor.h"
 
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -134,6 +135,34 @@ TEST(Executor, FunctionsRunWithTheirCompletion) {
   executor.runUntil(done.back());
   for (auto& d : done) EXPECT_TRUE(d->done());
   EXPECT_EQ(ran.load(), 100);
+}
+
+TEST(Executor, ConcurrentShutdownsEachReturnOnceTheQueuedWorkRan) {
+  // A communicator's destructor may race an explicit shutdown (abort on one
+  // thread, destroy on another): no caller may join the worker twice or
+  // return while a queued task still runs.
+  for (int round = 0; round < 20; ++round) {
+    Executor executor;
+    std::atomic<bool> ran{false};
+    auto done = std::make_shared<Completion>();
+    executor.submit({[&ran] {
+                       std::this_thread::sleep_for(std::chrono::milliseconds(5));
+                       ran.store(true);
+                       return Status::ok();
+                     },
+                     done},
+                    true);
+    std::atomic<int> returnedEarly{0};
+    std::vector<std::thread> callers;
+    for (int t = 0; t < 4; ++t)
+      callers.emplace_back([&] {
+        executor.shutdown();
+        if (!ran.load()) returnedEarly.fetch_add(1);
+      });
+    for (auto& c : callers) c.join();
+    EXPECT_EQ(returnedEarly.load(), 0) << "round " << round;
+    EXPECT_TRUE(done->done());
+  }
 }
 
 }  // namespace

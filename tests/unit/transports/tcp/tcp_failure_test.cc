@@ -81,6 +81,25 @@ TEST(TcpFailure, PeerResetWhileSendingFailsTheSenderNamingIt) {
   EXPECT_EQ(codes, (std::vector<int>{0, 0}));
 }
 
+TEST(TcpFailure, RanksWithDifferentChunkSizesBothFailAtOnceNamingBothValues) {
+  // A setting that must match on every rank, set differently: both ranks
+  // must fail now with kInvalidUsage, not wait for the 20 s deadline.
+  auto codes = shm::runForkedRanks(2, [&](int rank, bootstrap::Bootstrap& boot) -> std::string {
+    const Config cfg = tcpConfig(rank == 0 ? 64 << 10 : 128 << 10, 4, 2);
+    std::vector<transport::PeerInfo> peers;
+    std::unique_ptr<transport::Transport> t;
+    const auto start = std::chrono::steady_clock::now();
+    const std::string e = connectForkedRank(Backend::kTcp, boot, rank, 2, "tcpgeom", cfg, peers, &t);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (e.empty()) return "connected despite different chunk sizes";
+    if (seconds > 5) return "failed only after " + std::to_string(seconds) + " s: " + e;
+    if (!names(e, "65536") || !names(e, "131072") || !names(e, "LOOM_CHUNK_SIZE"))
+      return "error does not name both chunk sizes and the setting: " + e;
+    return "";
+  }, 30);
+  EXPECT_EQ(codes, (std::vector<int>{0, 0}));
+}
+
 TEST(TcpFailure, OrderlyCloseIsNotAFailure) {
   const Config cfg = tcpConfig(4096, 2, 2);
   auto codes = shm::runForkedRanks(2, [&](int rank, bootstrap::Bootstrap& boot) -> std::string {
