@@ -348,6 +348,8 @@ tuner::Choice Communicator::chooseAlgorithm(const algo::CollArgs& args, const Wa
   m.hasContext = m.valid && contextFor(choice.proto, wait, &m.context);
   m.context.progress = diag_->progress();
   m.algorithmRecord = m.valid ? algorithmRecord(*choice.algorithm, choice.proto) : -1;
+  const algo::SplitRun* split = m.hasContext ? choice.algorithm->split : nullptr;
+  m.split = split && split->applies(args, m.context) ? split : nullptr;
   return choice;
 }
 

@@ -215,6 +215,10 @@ class Communicator {
     bool hasContext = false;
     algo::AlgoContext context;
     int algorithmRecord = -1;
+    // The choice's split run (algorithm.h's SplitRun) when it applies to
+    // calls of this shape, else null: whether it applies depends only on the
+    // shape and the context, so it is decided once per shape.
+    const algo::SplitRun* split = nullptr;
     // The call's online-tuning slot (null: none); while it explores, a call
     // runs the slot's candidate instead of `choice`.
     tuner::OnlineSlot* online = nullptr;

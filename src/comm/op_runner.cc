@@ -140,11 +140,16 @@ CompletionPtr OpRunner::enqueueAsync(const algo::CollArgs& args, Stream* stream)
   return enqueueAsync(args, stream, false);
 }
 
-CompletionPtr OpRunner::enqueueAsync(const algo::CollArgs& args, Stream* stream, bool posted) {
+CompletionPtr OpRunner::enqueueAsync(const algo::CollArgs& args, Stream* stream, bool posted,
+                                     const OpTicket* ticket) {
   auto op = std::make_shared<Queued>();
   op->args = args;
   op->run.args = &op->args;
   op->run.posted = posted;
+  if (ticket) {
+    op->run.ticket = *ticket;
+    op->run.recorded = true;
+  }
   return enqueueAsync(std::move(op), stream);
 }
 
@@ -162,8 +167,10 @@ CompletionPtr OpRunner::enqueueAsync(std::shared_ptr<Queued> op, Stream* stream)
   const bool quick = op->run.args && opBytes(*op->run.args, c.nranks_) <= kQuickOpBytes;
   op->after = stream ? stream->push(op, c.executor_.get(), quick) : nullptr;
   op->run.after = op->after.get();
-  op->run.ticket = c.diag_->enqueued(op->run.descriptor(), op->run.peers());
-  op->run.recorded = true;
+  if (!op->run.recorded) {
+    op->run.ticket = c.diag_->enqueued(op->run.descriptor(), op->run.peers());
+    op->run.recorded = true;
+  }
   cuda::DeviceStream* device = stream ? stream->device() : nullptr;
   uint64_t deviceSequence = 0;
   if (device) {
@@ -276,10 +283,9 @@ bool OpRunner::runSplit(const algo::CollArgs& args, Stream& stream) {
   Communicator::ChoiceMemo& memo = c.choiceMemo_;
   const int64_t now = coarseMonotonicNanos();
   if (!memo.matches(args)) (void)c.chooseAlgorithm(args, c.makeWait(now));
-  if (!memo.hasContext || (memo.online && !memo.online->settled())) return false;
-  const algo::SplitRun* split = memo.choice.algorithm->split;
+  if (!memo.hasContext || !memo.split || (memo.online && !memo.online->settled())) return false;
+  const algo::SplitRun* split = memo.split;
   algo::AlgoContext& ctx = memo.context;
-  if (!split || !split->applies(args, ctx)) return false;
   ctx.wait.deadline = Deadline::afterCoarse(now, c.config_.timeoutSeconds);
   bool posted = false;
   const uint64_t seq = collectivesStarted_ + 1;
@@ -290,14 +296,28 @@ bool OpRunner::runSplit(const algo::CollArgs& args, Stream& stream) {
   }
   if (!posted) return false;  // a link still full: the whole run goes to the worker
   collectivesStarted_ = seq;
+  // What steps() records before the algorithm's body (the one-step record,
+  // the last algorithm), done now, while the peers' posts are in flight: a
+  // rank in step with its peers would otherwise wait here anyway, and do it
+  // after their posts arrived, on the path of every call.
+  Run r;
+  r.args = &args;
+  r.posted = true;
+  c.lastAlgorithm_.store(memo.algorithmRecord, std::memory_order_relaxed);
+  r.ticket = c.diag_->startedNow(OpDescriptor::of(args), memo.choice.algorithm->name,
+                                 transport::protocolName(memo.choice.proto), now);
+  r.recorded = true;
+  r.startNs = now;
   if (peersSoon([&] { return split->peersPosted(args, ctx); })) {
-    Run r;
-    r.args = &args;
-    r.posted = true;
-    stream.noteFinished(run(r));
+    if (memo.online) memo.online->countSettledCall();
+    Status status = runAlgorithm(r, args, memo.choice, ctx, nullptr, false);
+    if (r.quick) c.diag_->finished(r.ticket, status, r.startNs);
+    else c.diag_->finished(r.ticket, status);
+    stream.noteFinished(status);
   } else {
-    // A peer has not posted yet: the worker finishes, and the call returns.
-    (void)enqueueAsync(args, &stream, /*posted=*/true);
+    // A peer has not posted yet: the worker finishes, under the record
+    // started above, and the call returns.
+    (void)enqueueAsync(args, &stream, /*posted=*/true, &r.ticket);
   }
   return true;
 }

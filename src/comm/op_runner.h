@@ -86,8 +86,9 @@ class OpRunner {
   Status runBlocking(Run& run);
   Status runQueued(Run& run);
   CompletionPtr enqueueAsync(std::shared_ptr<Queued> op, Stream* stream);
-  // `posted`: the caller's thread ran the split post (runSplit); the worker finishes.
-  CompletionPtr enqueueAsync(const algo::CollArgs& args, Stream* stream, bool posted);
+  // `posted`: the caller's thread ran the split post (runSplit); the worker
+  // finishes, under `ticket` (the record the caller started) if not null.
+  CompletionPtr enqueueAsync(const algo::CollArgs& args, Stream* stream, bool posted, const OpTicket* ticket = nullptr);
   // runInline for an algorithm with a split run: posts on the caller's
   // thread, then finishes there once every peer has posted within
   // LOOM_ASYNC_INLINE_US, or hands the finish to the worker. False: nothing

@@ -376,6 +376,53 @@ TEST(FlightRecorder, BlockingCallRecordsTheTimeSpentWaitingForALatePeer) {
   removeTree(dir);
 }
 
+// A small stream call posts its input on the calling thread and records
+// itself there (src/comm/op_runner.cc, runSplit); when a peer is late, the
+// worker finishes it. Either way it is one entry, done, with its algorithm,
+// and the late one ends after the peer arrived.
+TEST(FlightRecorder, StreamCallThatALatePeerHandsToTheWorkerIsOneEntry) {
+  const std::string dir = makeTempDir();
+  ScopedEnv env({{"LOOM_DUMP_DIR", dir}, {"LOOM_CHECK", "0"}, {"LOOM_TUNER_ONLINE", "0"}});
+  runThreads(
+      2,
+      [&](int rank, loomComm_t comm) {
+        loomStream_t stream = nullptr;
+        ASSERT_EQ(loomStreamCreate(&stream), loomSuccess);
+        std::vector<float> a(2, static_cast<float>(rank + 1)), b(2, 0.0f), c(2, 0.0f);
+        // Both in step: the call finishes on the calling thread.
+        EXPECT_EQ(loomAllReduce(a.data(), b.data(), 2, loomFloat32, loomSum, comm, stream), loomSuccess);
+        EXPECT_EQ(loomStreamSynchronize(stream), loomSuccess);
+        // Rank 1 comes 300 ms late: rank 0's call returns and its worker finishes it.
+        if (rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        const auto before = std::chrono::steady_clock::now();
+        EXPECT_EQ(loomAllReduce(a.data(), c.data(), 2, loomFloat32, loomSum, comm, stream), loomSuccess);
+        if (rank == 0) EXPECT_LT(secondsSince(before), 0.2) << "the stream call waited for the late peer";
+        EXPECT_EQ(loomStreamSynchronize(stream), loomSuccess);
+        EXPECT_EQ(b, std::vector<float>(2, 3.0f));
+        EXPECT_EQ(c, std::vector<float>(2, 3.0f));
+        EXPECT_EQ(loomStreamDestroy(stream), loomSuccess);
+        EXPECT_EQ(loomCommAbort(comm), loomSuccess);
+      },
+      /*destroy=*/false);
+  const std::string dump = dumpOfRank(dir, 0);
+  for (const char* op : {"op 0 allreduce count=2 float sum seq=0: state=done algo=",
+                         "op 1 allreduce count=2 float sum seq=1: state=done algo="}) {
+    const size_t at = dump.find(op);
+    ASSERT_NE(at, std::string::npos) << op << "\n" << dump;
+    const std::string line = dump.substr(at, dump.find('\n', at) - at);
+    EXPECT_EQ(line.find("=-"), std::string::npos) << line;
+    EXPECT_NE(line.find("ended="), std::string::npos) << line;
+  }
+  EXPECT_EQ(dump.find("op 2 "), std::string::npos) << "one entry per call\n" << dump;
+  const size_t late = dump.find("op 1 allreduce");
+  const std::string line = dump.substr(late, dump.find('\n', late) - late);
+  const size_t s = line.find("started="), e = line.find("ended=");
+  ASSERT_NE(s, std::string::npos) << line;
+  ASSERT_NE(e, std::string::npos) << line;
+  EXPECT_GE(std::atof(line.c_str() + e + 6) - std::atof(line.c_str() + s + 8), 0.2) << line;
+  removeTree(dir);
+}
+
 TEST(FlightRecorder, TimeoutDumpShowsTheStuckCollectiveAndKeepsTheLastEntries) {
   const std::string dir = makeTempDir();
   ScopedEnv env({{"LOOM_DUMP_DIR", dir}, {"LOOM_TIMEOUT", "1"}, {"LOOM_FLIGHT_RECORDER_ENTRIES", "4"},
