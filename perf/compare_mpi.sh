@@ -40,6 +40,14 @@
 # SMALL_ITERS (2000), SMALL_WARMUP (500), MID_WARMUP (400), LARGE_WARMUP (10),
 # LIBRARIES (all: loom-blocking loom-stream openmpi mpich intelmpi oneccl gloo),
 # BASELINES, BASELINES_INSTALL (1), MPIRUN_ARGS (extra Open MPI flags);
+# PIN: how ranks sit on cores, the same for every library that can be told:
+#   none (default)  no library pins its ranks (Intel MPI: I_MPI_PIN=0, which
+#                   it otherwise turns on by itself);
+#   core            one core per rank, shared round-robin when there are more
+#                   ranks than cores: loomrun --bind core, Open MPI --bind-to
+#                   core:overload-allowed, MPICH -bind-to core, Intel MPI and
+#                   oneCCL I_MPI_PIN=1 I_MPI_PIN_DOMAIN=core. gloo's launcher
+#                   cannot pin, so it stays unpinned.
 # BEFORE=OTHER_BUILD_DIR adds that build's Loom (blocking) to the rounds and
 # prints after/before per size (a refactor that must not change performance).
 #
@@ -99,7 +107,14 @@ stale() {
 }
 
 # --- Open MPI: the build's mpi_all_reduce_perf (linked against Open MPI at configure time)
-openmpi_run=(mpirun.openmpi --oversubscribe --mca btl self,vader --bind-to none)
+pin=${PIN:-none}
+case $pin in
+  none) loom_pin=(); openmpi_pin=(--bind-to none); mpich_pin=(); impi_pin=(I_MPI_PIN=0) ;;
+  core) loom_pin=(--bind core); openmpi_pin=(--bind-to core:overload-allowed); mpich_pin=(-bind-to core)
+        impi_pin=(I_MPI_PIN=1 I_MPI_PIN_DOMAIN=core) ;;
+  *) echo "compare_mpi.sh: PIN=$pin: expected none or core" >&2; exit 2 ;;
+esac
+openmpi_run=(mpirun.openmpi --oversubscribe --mca btl self,vader "${openmpi_pin[@]}")
 [[ $(id -u) -eq 0 ]] && openmpi_run+=(--allow-run-as-root)
 # shellcheck disable=SC2206  # word splitting of user-given flags is intended
 [[ -n ${MPIRUN_ARGS:-} ]] && openmpi_run+=($MPIRUN_ARGS)
@@ -128,7 +143,7 @@ fi
 if [[ $install == 1 && -x $venv/bin/pip && ! -f $venv/lib/ccl/cpu/lib/libccl.a ]]; then
   "$venv/bin/pip" install -q --no-deps oneccl-cpu oneccl-cpu-devel >"$work/ccl.log" 2>&1 || true
 fi
-intel_env=(env I_MPI_ROOT="$venv" LD_LIBRARY_PATH="$venv/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" I_MPI_FABRICS=shm)
+intel_env=(env I_MPI_ROOT="$venv" LD_LIBRARY_PATH="$venv/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" I_MPI_FABRICS=shm "${impi_pin[@]}")
 [[ $(id -u) -eq 0 ]] && intel_env+=(I_MPI_HYDRA_BOOTSTRAP=fork)
 intel_run=("${intel_env[@]}" "$venv/bin/mpiexec.hydra")
 impi_tool=$base/bin/impi_all_reduce_perf
@@ -191,11 +206,11 @@ done
 launcher() {
   local n=$2
   case $1 in
-    loom-blocking) echo "$bin/loomrun -n $n --no-tag-output $bin/all_reduce_perf -z 1" ;;
-    loom-stream) echo "$bin/loomrun -n $n --no-tag-output $bin/all_reduce_perf -z 0" ;;
-    before) echo "$before_bin/loomrun -n $n --no-tag-output $before_bin/all_reduce_perf -z 1" ;;
+    loom-blocking) echo "$bin/loomrun ${loom_pin[*]} -n $n --no-tag-output $bin/all_reduce_perf -z 1" ;;
+    loom-stream) echo "$bin/loomrun ${loom_pin[*]} -n $n --no-tag-output $bin/all_reduce_perf -z 0" ;;
+    before) echo "$before_bin/loomrun ${loom_pin[*]} -n $n --no-tag-output $before_bin/all_reduce_perf -z 1" ;;
     openmpi) echo "${openmpi_run[*]} -np $n $bin/mpi_all_reduce_perf" ;;
-    mpich) echo "mpiexec.mpich -n $n $mpich_tool" ;;
+    mpich) echo "mpiexec.mpich ${mpich_pin[*]} -n $n $mpich_tool" ;;
     intelmpi) echo "${intel_run[*]} -n $n $impi_tool" ;;
     oneccl) echo "${intel_run[*]} -n $n env CCL_ATL_TRANSPORT=mpi CCL_LOG_LEVEL=error $ccl_tool" ;;
     gloo) echo "$gloo_python $gloo_tool --np $n" ;;
@@ -230,7 +245,7 @@ run_size() {
   grep -v '^#' "$log" | grep -E '^ *[0-9]' | awk -v s="$size" '$1 == s {print $1, $6, $9; exit}' >>"$work/$library.$n"
 }
 
-echo "# Loom vs CPU libraries, all-reduce float32 sum, out-of-place (gloo: in place), $(hostname), $(nproc) cores"
+echo "# Loom vs CPU libraries, all-reduce float32 sum, out-of-place (gloo: in place), $(hostname), $(nproc) cores, PIN=$pin"
 echo "# median of $reps rounds, library order rotating per round; per run: sizes <= 8 KiB -n $small_iters -w $small_warmup,"
 echo "# <= 1 MiB -n $iters -w $mid_warmup, larger -n $iters -w $large_warmup; time per call in us, averaged over ranks"
 for lib in $libraries; do
