@@ -86,6 +86,12 @@ class Executor {
 
   // The worker's idle wait between batches: short, since a caller queueing
   // operations back to back should find it awake.
+  // The bytes around a task's base that runOne prefetches of the next task:
+  // a queued collective (OpRunner::Queued) is a few hundred bytes, with the
+  // task's base after its completion.
+  static constexpr int kPrefetchBehind = 128;
+  static constexpr int kPrefetchAhead = 512;
+
   static constexpr int kIdleSpinMicros = 5;
   static constexpr int kIdleYieldMicros = 50;
 
