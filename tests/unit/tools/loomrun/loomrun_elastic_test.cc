@@ -156,7 +156,10 @@ TEST(LoomrunElastic, RankFailureRestartsEveryNodeWithinMaxRestarts) {
     ChildProcess second(loomrunCommand(args), env);
     ProcessResult a = first.wait(Seconds(20));
     ProcessResult b = second.wait(Seconds(20));
-    ASSERT_TRUE(a.finished && b.finished);
+    // What each agent said: a round that never ends is otherwise silent.
+    ASSERT_TRUE(a.finished && b.finished) << "max-restarts " << maxRestarts << "\nfirst agent (finished "
+                                          << a.finished << "):\n" << a.err << "\nsecond agent (finished "
+                                          << b.finished << "):\n" << b.err;
     if (maxRestarts == 1) {
       EXPECT_EQ(a.exitCode, 0) << a.err;
       EXPECT_EQ(b.exitCode, 0) << b.err;
