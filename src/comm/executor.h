@@ -84,14 +84,14 @@ class Executor {
   // Runs the oldest taken task; false if none is taken. Needs runMu_.
   bool runOne();
 
-  // The worker's idle wait between batches: short, since a caller queueing
-  // operations back to back should find it awake.
   // The bytes around a task's base that runOne prefetches of the next task:
   // a queued collective (OpRunner::Queued) is a few hundred bytes, with the
   // task's base after its completion.
   static constexpr int kPrefetchBehind = 128;
   static constexpr int kPrefetchAhead = 512;
 
+  // The worker's idle wait between batches: short, since a caller queueing
+  // operations back to back should find it awake.
   static constexpr int kIdleSpinMicros = 5;
   static constexpr int kIdleYieldMicros = 50;
 

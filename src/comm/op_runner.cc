@@ -311,8 +311,7 @@ bool OpRunner::runSplit(const algo::CollArgs& args, Stream& stream) {
   if (peersSoon([&] { return split->peersPosted(args, ctx); })) {
     if (memo.online) memo.online->countSettledCall();
     Status status = runAlgorithm(r, args, memo.choice, ctx, nullptr, false);
-    if (r.quick) c.diag_->finished(r.ticket, status, r.startNs);
-    else c.diag_->finished(r.ticket, status);
+    endOneStepRecord(r, status);
     stream.noteFinished(status);
   } else {
     // A peer has not posted yet: the worker finishes, under the record
@@ -330,11 +329,13 @@ LOOM_STEP Status OpRunner::run(Run& r) {
 LOOM_STEP Status OpRunner::runOneStep(Run& r) {
   // The record is taken at the choice (or at a refusal) and ended here.
   Status status = steps(r);
-  if (r.recorded) {
-    if (r.quick) comm_.diag_->finished(r.ticket, status, r.startNs);
-    else comm_.diag_->finished(r.ticket, status);
-  }
+  if (r.recorded) endOneStepRecord(r, status);
   return status;
+}
+
+LOOM_STEP void OpRunner::endOneStepRecord(const Run& r, const Status& status) {
+  if (r.quick) comm_.diag_->finished(r.ticket, status, r.startNs);
+  else comm_.diag_->finished(r.ticket, status);
 }
 
 Status OpRunner::runRecorded(Run& r) {

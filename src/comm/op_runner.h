@@ -105,6 +105,9 @@ class OpRunner {
   Status run(Run& run);
   Status runRecorded(Run& run);
   Status runOneStep(Run& run);
+  // Ends a one-step record (taken by startedNow); a quick operation reuses
+  // its start's coarse clock reading as its end.
+  void endOneStepRecord(const Run& run, const Status& status);
   // Steps 1 to 5.
   Status steps(Run& run);
   Status refuse(Run& run, Status status, int64_t now);
