@@ -121,7 +121,12 @@ Status directAllReduce(const CollArgs& args, const AlgoContext& ctx) {
     // then says so (the peer monitor names the rank), which the copy's own
     // error (ESRCH) does not.
     Status ended = windows.arrive(transport::SharedWindows::kFailedTag, ctx.wait);
-    return ended.code() == Code::kRemoteError ? ended : folded;
+    if (ended.code() == Code::kRemoteError) return ended;
+    // Every peer ended the phase, a dead one too if it did so just before it
+    // died: the peer monitor still names it once its next poll (a few ms
+    // apart) sees the exit.
+    if (Status dead = peerFailureWithin(ctx.wait, "the peers after a failed copy from a peer's buffer"); !dead.isOk()) return dead;
+    return folded;
   }
   return windows.arrive(tag, ctx.wait);
 }

@@ -58,4 +58,15 @@ void WaitSignal::sleep(uint32_t expected, int timeoutMillis) {
 
 void yieldCore() { sched_yield(); }
 
+Status peerFailureWithin(const WaitContext& wait, const std::string& what, double seconds) {
+  if (!wait.health) return Status::ok();
+  const Deadline until = Deadline::after(seconds);
+  for (;;) {
+    Status peers = wait.health->check();
+    if (!peers.isOk()) return {peers.code(), peers.message() + " (noticed while waiting for " + what + ")"};
+    if (until.expired() || wait.deadline.expired()) return Status::ok();
+    usleep(1000);
+  }
+}
+
 }  // namespace loom

@@ -105,6 +105,18 @@ struct WaitContext {
   bool aborted() const { return abort && abort->load(std::memory_order_relaxed); }
 };
 
+// A failure that a peer reports without its cause (a peer that failed a
+// phase, a copy from a peer's memory that found no process) is most often a
+// peer's death, which the health monitor sees at its next poll, a few ms
+// later; its message names the dead rank. Asks wait.health until it reports
+// a failure, for at most `seconds` (and never past wait.deadline). Ok when no
+// peer failed then, or when there is no monitor; a failure says what the
+// caller was waiting for (`what`), as waitUntil's do. For error paths only.
+// The default: a few of the monitor's polls.
+inline constexpr double kPeerFailureNoticeSeconds = 0.05;
+Status peerFailureWithin(const WaitContext& wait, const std::string& what,
+                         double seconds = kPeerFailureNoticeSeconds);
+
 inline void cpuRelax() {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();

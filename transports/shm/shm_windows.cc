@@ -87,9 +87,16 @@ Status ShmWindows::arrive(uint64_t tag, const WaitContext& wait) {
                        peer, static_cast<unsigned long long>(phase), static_cast<unsigned long long>(theirTag),
                        selfRank_, static_cast<unsigned long long>(tag));
   }
-  if (failedPeer >= 0)
+  // A peer that failed the phase most often found another one dead, which
+  // may have ended this phase just before it died: then that death is the
+  // news, named as the peer monitor names it.
+  if (failedPeer >= 0) {
+    Status dead = peerFailureWithin(wait, strprintf("rank %d, which failed phase %llu of the shared windows",
+                                                    failedPeer, static_cast<unsigned long long>(phase)));
+    if (!dead.isOk()) return dead;
     return makeError(Code::kRemoteError, "rank %d failed within phase %llu of the shared windows (rank %d; see its error)",
                      failedPeer, static_cast<unsigned long long>(phase), selfRank_);
+  }
   return Status::ok();
 }
 
