@@ -33,11 +33,13 @@
 # over -n calls after -w warm-ups, averaged over ranks (all_reduce_perf's -a 1);
 # the table shows the median over REPS rounds. The first round checks results (-c 1).
 # Sizes up to 8 KiB run with SMALL_ITERS calls after SMALL_WARMUP, from 16 KiB
-# to 1 MiB with ITERS after MID_WARMUP (Loom's online tuner explores a size's
-# first calls: README), larger ones with ITERS after LARGE_WARMUP.
+# to 1 MiB with MID_ITERS after MID_WARMUP (Loom's online tuner explores a
+# size's first calls: README; 20 calls of 1 MiB at 2 ranks last 2 ms, too
+# short a window on a shared machine), larger ones with ITERS after LARGE_WARMUP.
 #
 # Knobs: SIZES ("8 1K 64K 1M 16M 64M"), RANKS ("2 4"), REPS (5), ITERS (20),
-# SMALL_ITERS (2000), SMALL_WARMUP (500), MID_WARMUP (400), LARGE_WARMUP (10),
+# SMALL_ITERS (2000), SMALL_WARMUP (500), MID_ITERS (100), MID_WARMUP (400),
+# LARGE_WARMUP (10),
 # LIBRARIES (all: loom-blocking loom-stream openmpi mpich intelmpi oneccl gloo),
 # BASELINES, BASELINES_INSTALL (1), MPIRUN_ARGS (extra Open MPI flags);
 # PIN: how ranks sit on cores, the same for every library that can be told:
@@ -64,6 +66,7 @@ base=${BASELINES:-$root/.baselines}
 install=${BASELINES_INSTALL:-1}
 reps=${REPS:-5}
 iters=${ITERS:-20}
+mid_iters=${MID_ITERS:-100}
 small_iters=${SMALL_ITERS:-2000}
 small_warmup=${SMALL_WARMUP:-500}
 mid_warmup=${MID_WARMUP:-400}
@@ -222,7 +225,7 @@ run_size() {
   local library=$1 n=$2 round=$3 size=$4 check=0 counts
   [[ $round -eq 1 ]] && check=1
   if ((size <= 8192)); then counts="-n $small_iters -w $small_warmup"
-  elif ((size <= 1 << 20)); then counts="-n $iters -w $mid_warmup"
+  elif ((size <= 1 << 20)); then counts="-n $mid_iters -w $mid_warmup"
   else counts="-n $iters -w $large_warmup"; fi
   local log=$work/run.log
   # shellcheck disable=SC2046  # the launcher and the counts are several words
@@ -247,7 +250,7 @@ run_size() {
 
 echo "# Loom vs CPU libraries, all-reduce float32 sum, out-of-place (gloo: in place), $(hostname), $(nproc) cores, PIN=$pin"
 echo "# median of $reps rounds, library order rotating per round; per run: sizes <= 8 KiB -n $small_iters -w $small_warmup,"
-echo "# <= 1 MiB -n $iters -w $mid_warmup, larger -n $iters -w $large_warmup; time per call in us, averaged over ranks"
+echo "# <= 1 MiB -n $mid_iters -w $mid_warmup, larger -n $iters -w $large_warmup; time per call in us, averaged over ranks"
 for lib in $libraries; do
   if [[ -n ${absent[$lib]:-} ]]; then note "$lib: absent: ${absent[$lib]}"; else note "$lib: $(launcher "$lib" N)"; fi
 done

@@ -378,7 +378,9 @@ void Communicator::recordError(const Status& status) {
 Status Communicator::enqueue(const algo::CollArgs& args, Stream* stream) {
   if (!stream) return runner_.runBlocking(args);
   if (Status engine; enqueueOnEngine(args, stream, &engine)) return engine;
-  if (!runner_.runInline(args, *stream)) (void)runner_.enqueueAsync(args, stream);
+  if (runner_.runInline(args, *stream)) return Status::ok();
+  stream->waitForRoom();
+  (void)runner_.enqueueAsync(args, stream);
   return Status::ok();
 }
 

@@ -111,6 +111,7 @@ Status Communicator::enqueueP2P(std::vector<algo::P2POp> ops, Stream* stream, co
   if (Status engine; stream && enqueueP2POnEngine(ops, stream, &engine)) return engine;
   OpWork work = p2pWork(std::move(ops), collective);
   if (!stream) return runner_.runBlocking(work);
+  stream->waitForRoom();
   (void)runner_.enqueueAsync(std::move(work), stream);
   return Status::ok();
 }
@@ -140,6 +141,7 @@ CompletionPtr Communicator::enqueueBarrierAsync(Stream* stream) { return runner_
 
 Status Communicator::enqueueBarrier(Stream* stream) {
   if (!stream) return runner_.runBlocking(barrierWork());
+  stream->waitForRoom();
   (void)runner_.enqueueAsync(barrierWork(), stream);
   return Status::ok();
 }

@@ -1,6 +1,11 @@
 #include "src/comm/stream.h"
 
+#include <cerrno>
+#include <cstdlib>
+
+#include "common/config.h"
 #include "common/format.h"
+#include "common/log.h"
 
 namespace loom {
 
@@ -49,6 +54,41 @@ void Stream::noteFinished(const Status& status) {
   if (status.isOk()) return;
   std::lock_guard<std::mutex> lock(mu_);
   if (firstError_.isOk()) firstError_ = status;
+}
+
+size_t Stream::maxOutstanding() {
+  static const size_t depth = [] {
+    constexpr long kDefault = 1024;
+    const char* v = readKnob("LOOM_STREAM_DEPTH");
+    if (!v || !*v) return size_t{kDefault};
+    char* end = nullptr;
+    errno = 0;
+    const long parsed = std::strtol(v, &end, 10);
+    if (errno != 0 || end == v || *end != '\0' || parsed < 2 || parsed > (1L << 24)) {
+      LOOM_WARN(Logger::process(), kSubsysEnv, "LOOM_STREAM_DEPTH='%s' ignored: expected an integer in [2, 16777216]; using %ld", v,
+                kDefault);
+      return size_t{kDefault};
+    }
+    return static_cast<size_t>(parsed);
+  }();
+  return depth;
+}
+
+void Stream::waitForRoom() {
+  CompletionPtr target;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    pruneLocked();
+    const size_t depth = maxOutstanding();
+    if (outstanding_.size() < depth) return;
+    // Ops finish in stream order: once this one is done, at most half the
+    // depth is left, so the caller sleeps once per half-depth of ops.
+    target = outstanding_[outstanding_.size() - depth / 2 - 1].op;
+  }
+  WaitContext forever;  // each op's waits end at its communicator's timeout
+  forever.spinMicros = 2;
+  forever.yieldMicros = 0;
+  (void)target->wait(forever, "room on the stream");  // a failed op is the stream's error
 }
 
 Status Stream::synchronize() {

@@ -29,6 +29,15 @@ class Stream {
   // `quick`: a small collective (OpRunner's inline size), which a caller
   // may wait a moment for (onlyQuickOutstanding).
   CompletionPtr push(const CompletionPtr& op, const void* runner, bool quick = false);
+  // The most ops a stream holds unfinished before an enqueueing caller waits
+  // (LOOM_STREAM_DEPTH sets it per process).
+  static size_t maxOutstanding();
+  // Called before an op is enqueued outside a group: once maxOutstanding()
+  // ops are unfinished, waits until half of them have finished. A caller
+  // that enqueues faster than the ops run would otherwise queue without
+  // bound (an 8-byte loop of 20000 calls queued them all), touching fresh
+  // memory for every op and taking the cores from the thread that runs them.
+  void waitForRoom();
   // True when every op enqueued so far has finished.
   bool idle() { return unfinished_.load(std::memory_order_acquire) == 0 || outstanding() == 0; }
   // How many ops enqueued so far have not finished.

@@ -114,8 +114,10 @@ void OnlineSlot::decide(const std::vector<int64_t>& summed, int nranks) {
   ++decisions_;
   const int64_t perCall = std::max<int64_t>(
       summed.empty() ? 1 : summed[static_cast<size_t>(best)] / std::max(nranks, 1) / static_cast<int64_t>(perTurn_), 1);
-  const uint64_t base = std::clamp<uint64_t>(static_cast<uint64_t>(periods_.recheckNanos / perCall), periods_.minCalls,
-                                             periods_.maxCalls);
+  const uint64_t explorationCalls = rounds_ * candidates_.size() * perTurn_;
+  const uint64_t base = std::clamp<uint64_t>(std::max<uint64_t>(static_cast<uint64_t>(periods_.recheckNanos / perCall),
+                                                                explorationCalls * periods_.explorationMultiple),
+                                             periods_.minCalls, periods_.maxCalls);
   period_ = std::min(base << doublings_, periods_.maxCalls);
   phase_ = Phase::kSettled;
   left_ = period_;
@@ -127,7 +129,17 @@ int OnlineTuner::callsPerTurnFor(double bytes) {
   return 2;
 }
 
-size_t OnlineTuner::candidatesFor(double bytes) { return bytes < (1 << 20) ? 4 : 2; }
+size_t OnlineTuner::candidatesFor(double bytes) {
+  if (bytes < (1 << 20)) return 4;
+  // At 1-4 MiB the model puts several algorithms within a few percent of
+  // each other (4 ranks on 2 cores: window and direct 2084 us, ring 2154),
+  // and which one leads depends on the machine's state (window 700 vs ring
+  // 915 us in one session, ring 281-514 vs window 420-548 in another): two
+  // would leave the ring untimed. A call there costs at most a few ms, so a
+  // third candidate adds little to an exploration.
+  if (bytes < (4 << 20)) return 3;
+  return 2;
+}
 
 double OnlineTuner::marginFor(double bytes) { return bytes < (1 << 20) ? 2.5 : 1.5; }
 

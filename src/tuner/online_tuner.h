@@ -52,6 +52,12 @@ class OnlineSlot {
     uint64_t minCalls = 256;
     uint64_t maxCalls = uint64_t{1} << 26;
     int maxDoublings = 6;  // while the same winner keeps winning
+    // A period is at least this many times the exploration's own calls, so
+    // that exploring costs at most a few percent of the calls even where
+    // recheckNanos holds few of them (4 ranks on 2 cores, 1 MiB: three
+    // candidates, 36 calls of ~0.3-0.9 ms, against ~350 calls of the winner
+    // in 0.1 s, which spent a sixth of the first period exploring).
+    uint64_t explorationMultiple = 20;
   };
 
   // candidates[0] is the model's pick; `trials` timed rounds (>= 1) of
@@ -142,7 +148,8 @@ class OnlineTuner {
   // far (x the model's pick) a prediction may be to be one. Small calls are
   // cheap to time often and the model is least sure there (at 4 ranks on 2
   // cores it put the tree at 2.1x hd at 128 KiB, where the tree was fastest
-  // in some runs); large ones take the two best predictions.
+  // in some runs); 1-4 MiB calls the three best, larger ones the two best
+  // predictions.
   static int callsPerTurnFor(double bytes);
   static size_t candidatesFor(double bytes);
   static double marginFor(double bytes);

@@ -3,9 +3,11 @@
 // enqueued in order, loomStreamQuery, loomStreamSynchronize).
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/integration/collective_case.h"
@@ -269,6 +271,41 @@ TEST_F(Process, AsyncCallReturnsBeforePeers) {
   markBrokenUnless(asyncCallReturnsBeforePeers(calls, signal, world_->rank, world_->nranks));
   EXPECT_EQ(loomCommDestroy(calls), loomSuccess);
   EXPECT_EQ(loomCommDestroy(signal), loomSuccess);
+}
+
+// More calls on one stream than it may hold unfinished (LOOM_STREAM_DEPTH,
+// 1024 by default), with the last rank starting late so that the others'
+// queues fill: an enqueueing caller then waits for room, and must neither
+// hang nor drop or reorder a call. Every call has its own input and output,
+// checked after one synchronize.
+bool deeperThanTheStream(loomComm_t comm, int rank, int nranks) {
+  SCOPED_TRACE("more calls than the stream depth, rank " + std::to_string(rank));
+  constexpr int kCalls = 2600;
+  loomStream_t stream = nullptr;
+  if (!succeeded(loomStreamCreate(&stream), "loomStreamCreate", nullptr)) return false;
+  std::vector<int64_t> inputs(kCalls), sums(kCalls, -1);
+  for (int k = 0; k < kCalls; ++k) inputs[k] = int64_t{rank + 1} * 100000 + k;
+  if (rank == nranks - 1) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  bool ok = true;
+  for (int k = 0; k < kCalls && ok; ++k)
+    ok = succeeded(loomAllReduce(&inputs[k], &sums[k], 1, loomInt64, loomSum, comm, stream), "stream AllReduce", comm);
+  ok = succeeded(loomStreamSynchronize(stream), "loomStreamSynchronize", comm) && ok;
+  EXPECT_EQ(loomStreamDestroy(stream), loomSuccess);
+  const int64_t rankSum = static_cast<int64_t>(nranks) * (nranks + 1) / 2;
+  size_t bad = 0;
+  for (int k = 0; k < kCalls && ok; ++k)
+    if (sums[k] != rankSum * 100000 + int64_t{nranks} * k && ++bad <= 4)
+      ADD_FAILURE() << "call " << k << ": got " << sums[k] << " expected " << rankSum * 100000 + int64_t{nranks} * k;
+  EXPECT_EQ(bad, 0u) << "calls whose sum is wrong";
+  return ok;
+}
+
+TEST_F(Threads, MoreCallsThanTheStreamHolds) {
+  runOnRankThreads(nranks_, [&](int rank) { deeperThanTheStream(comm(rank), rank, nranks_); });
+}
+
+TEST_F(Process, MoreCallsThanTheStreamHolds) {
+  markBrokenUnless(deeperThanTheStream(world_->comm, world_->rank, world_->nranks));
 }
 
 }  // namespace

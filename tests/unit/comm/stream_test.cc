@@ -6,7 +6,11 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <memory>
+#include <thread>
+#include <vector>
 
 namespace loom {
 namespace {
@@ -59,6 +63,40 @@ TEST(Stream, AnOpOfAnotherRunnerIsWaitedForAndAFailureSticks) {
   EXPECT_TRUE(stream.idle());
   EXPECT_EQ(stream.query().code(), Code::kRemoteError);
   EXPECT_EQ(stream.synchronize().code(), Code::kRemoteError);
+}
+
+// A caller that enqueues faster than the ops finish waits once the stream
+// holds maxOutstanding() of them, until half have finished; below that it
+// goes on at once.
+TEST(Stream, ACallerWaitsForRoomOnceTheStreamIsFull) {
+  Stream stream;
+  const int runner = 0;
+  const size_t depth = Stream::maxOutstanding();
+  ASSERT_GE(depth, 2u);
+  std::vector<CompletionPtr> ops;
+  for (size_t i = 0; i + 1 < depth; ++i) {
+    ops.push_back(pending());
+    stream.push(ops.back(), &runner, true);
+  }
+  stream.waitForRoom();  // depth - 1 unfinished: returns at once
+  ops.push_back(pending());
+  stream.push(ops.back(), &runner, true);
+
+  // Another thread finishes the ops in order after a pause, counting each
+  // before it completes it.
+  std::atomic<size_t> finishing{0};
+  std::thread runnerThread([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    for (const CompletionPtr& op : ops) {
+      finishing.fetch_add(1);
+      op->complete(Status::ok());
+    }
+  });
+  stream.waitForRoom();
+  // Full: the caller went on only once half the depth had finished.
+  EXPECT_GE(finishing.load(), depth - depth / 2);
+  runnerThread.join();
+  EXPECT_TRUE(stream.idle());
 }
 
 }  // namespace

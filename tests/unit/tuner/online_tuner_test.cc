@@ -23,7 +23,7 @@ std::vector<Choice> three() {
           {&kC, transport::Protocol::kLL, 14}};
 }
 
-constexpr OnlineSlot::Periods kPeriods{0, 100, 1000, 6};
+constexpr OnlineSlot::Periods kPeriods{0, 100, 1000, 6, 0};
 
 // Runs one exploration: `nanos(candidate)` is the time of one call.
 template <typename Nanos>
@@ -103,7 +103,7 @@ TEST(OnlineSlot, TheIncumbentStaysUnlessBeatenByMoreThanTheMinimumGain) {
 
 TEST(OnlineSlot, ThePeriodIsAboutRecheckTimeOfTheWinnersCalls) {
   // recheck 1 ms; the winner's turns summed over 2 ranks: 2 x 4 calls x 10 us.
-  const OnlineSlot::Periods periods{1'000'000, 4, 1 << 20, 2};
+  const OnlineSlot::Periods periods{1'000'000, 4, 1 << 20, 2, 0};
   OnlineSlot slot(three(), 1, /*callsPerTurn=*/4, periods);
   explore(slot, [](size_t) { return 5; });
   slot.decide({80'000, 90'000, 95'000}, 2);  // 10 us a call: 100 calls in 1 ms
@@ -135,6 +135,22 @@ TEST(OnlineSlot, ThePeriodIsAboutRecheckTimeOfTheWinnersCalls) {
   slot.decide({1'000'000'000, 2'000'000'000, 3'000'000'000}, 2);  // A, 125 ms a call, but B's record outweighs it
   EXPECT_EQ(slot.winner().algorithm, &kB);
   EXPECT_EQ(slot.period(), 16u);  // B, 250 ms a call: minCalls, doubled twice as B stays
+}
+
+TEST(OnlineSlot, APeriodHoldsAtLeastAMultipleOfTheExplorationsCalls) {
+  // 3 candidates x (1 warm-up + 2 timed rounds) x 2 calls = 18 calls an
+  // exploration; at 10 us a call, 1 ms of calls is 100, fewer than 5 x 18.
+  const OnlineSlot::Periods periods{1'000'000, 4, 1 << 20, 2, 5};
+  OnlineSlot slot(three(), /*trials=*/2, /*callsPerTurn=*/2, periods);
+  EXPECT_EQ(explore(slot, [](size_t) { return 5; }).size(), 18u);
+  slot.decide({40'000, 90'000, 95'000}, 2);
+  EXPECT_EQ(slot.period(), 100u);  // 100 calls of the winner already hold 5 explorations
+  callsUntilExploring(slot);
+  explore(slot, [](size_t) { return 5; });
+  // A again, now 500 us a call: 2 calls in 1 ms, so 5 x 18, doubled as A stays.
+  slot.decide({2'000'000, 2'100'000, 2'200'000}, 2);
+  EXPECT_EQ(slot.winner().algorithm, &kA);
+  EXPECT_EQ(slot.period(), 180u);
 }
 
 TEST(OnlineSlot, EarlierExplorationsCountHalfAsMuchEachTime) {
@@ -245,6 +261,25 @@ TEST(OnlineTuner, LargeCallsExploreTheTwoBestPredictions) {
       tuner.slotFor({algo::CollType::kAllReduce, 1 << 24, DataType::kFloat32, RedOp::kSum, 0}, 64.0 * (1 << 20), close);
   ASSERT_NE(slot, nullptr);
   EXPECT_EQ(slot->candidates().size(), 2u);
+}
+
+TEST(OnlineTuner, MiBCallsExploreTheThreeBestPredictions) {
+  OnlineTuner tuner;
+  auto close = [] {
+    return std::vector<Choice>{{&kA, transport::Protocol::kSimple, 100},
+                               {&kB, transport::Protocol::kSimple, 100},
+                               {&kC, transport::Protocol::kSimple, 103},
+                               {&kA, transport::Protocol::kLL, 104}};
+  };
+  OnlineSlot* slot =
+      tuner.slotFor({algo::CollType::kAllReduce, 1 << 18, DataType::kFloat32, RedOp::kSum, 0}, 1.0 * (1 << 20), close);
+  ASSERT_NE(slot, nullptr);
+  ASSERT_EQ(slot->candidates().size(), 3u);
+  EXPECT_EQ(slot->candidates()[2].algorithm, &kC);
+  OnlineSlot* larger =
+      tuner.slotFor({algo::CollType::kAllReduce, 1 << 20, DataType::kFloat32, RedOp::kSum, 0}, 4.0 * (1 << 20), close);
+  ASSERT_NE(larger, nullptr);
+  EXPECT_EQ(larger->candidates().size(), 2u);
 }
 
 }  // namespace

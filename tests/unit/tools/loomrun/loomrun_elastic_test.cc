@@ -7,8 +7,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <map>
 #include <memory>
+#include <random>
 #include <set>
 #include <sstream>
 
@@ -21,17 +24,34 @@ namespace {
 
 constexpr const char* kSecret = "00112233445566778899aabbccddeeff";
 
-// A port nobody listens on right now (the kernel's pick for port 0).
+// A port below the kernel's ephemeral range that nobody holds right now. A
+// port the kernel picks (bind to port 0) comes from the range that every
+// connection of the tests running alongside takes its local port from: one
+// of them can take it before the agents bind it, and then no agent can host
+// the rendezvous and each waits for a host that never comes (a 20 s timeout
+// under a parallel ctest run).
 int freePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
+  int ephemeralLow = 32768, ephemeralHigh = 60999;
+  if (FILE* f = std::fopen("/proc/sys/net/ipv4/ip_local_port_range", "r")) {
+    if (std::fscanf(f, "%d %d", &ephemeralLow, &ephemeralHigh) != 2) ephemeralLow = 32768;
+    std::fclose(f);
+  }
+  constexpr int kLowest = 10000;
+  const int span = std::max(ephemeralLow - kLowest, 1);
+  const int start = static_cast<int>(std::random_device{}() % static_cast<unsigned>(span));
+  for (int i = 0; i < span; ++i) {
+    const int port = kLowest + (start + i) % span;
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    const bool bound = bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+    close(fd);
+    if (bound) return port;
+  }
+  ADD_FAILURE() << "no free port in [" << kLowest << ", " << ephemeralLow << ")";
+  return 0;
 }
 
 // Polls for `path` (a rank touches it once it runs), at most `timeout`.
