@@ -127,6 +127,11 @@ allreduce  rd  simple  4  9.6  0.8
 # about 10 us here, and the bytes move at the ring's pace. At 2 ranks it
 # was never clearly ahead (1 MiB 243 vs tree 224 us, 64 MiB 20.0 vs 18.0
 # ms): a lower bandwidth there leaves it to the online tuner where close.
+# On the same kind of VM another day (`all_reduce_perf --algos` at 4 ranks,
+# three runs) the ring led at 1 MiB in all three (314 vs window 463, 282 vs
+# 420, 514 vs 548 us) and the window at 256 KiB by a few percent: the two
+# swap with the machine's state, so from 1 MiB the online tuner times the
+# three best predictions (window, direct, ring) rather than two.
 allreduce  window  simple  *  10   0.8  8
 allreduce  window  simple  2  1.0  7.5  8
 
