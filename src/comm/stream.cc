@@ -65,8 +65,8 @@ size_t Stream::maxOutstanding() {
     errno = 0;
     const long parsed = std::strtol(v, &end, 10);
     if (errno != 0 || end == v || *end != '\0' || parsed < 2 || parsed > (1L << 24)) {
-      LOOM_WARN(Logger::process(), kSubsysEnv, "LOOM_STREAM_DEPTH='%s' ignored: expected an integer in [2, 16777216]; using %ld", v,
-                kDefault);
+      LOOM_WARN(Logger::process(), kSubsysEnv,
+                "LOOM_STREAM_DEPTH='%s' ignored: expected an integer in [2, 16777216]; using %ld", v, kDefault);
       return size_t{kDefault};
     }
     return static_cast<size_t>(parsed);

@@ -133,10 +133,10 @@ size_t OnlineTuner::candidatesFor(double bytes) {
   if (bytes < (1 << 20)) return 4;
   // At 1-4 MiB the model puts several algorithms within a few percent of
   // each other (4 ranks on 2 cores: window and direct 2084 us, ring 2154),
-  // and which one leads depends on the machine's state (window 700 vs ring
-  // 915 us in one session, ring 281-514 vs window 420-548 in another): two
-  // would leave the ring untimed. A call there costs at most a few ms, so a
-  // third candidate adds little to an exploration.
+  // and which one leads depends on the machine's state (on one 2-core VM the
+  // window led the ring by 11-24% in some runs and trailed it by 7-49% in
+  // others): two would leave the ring untimed. A call there costs at most a
+  // few ms, so a third candidate adds little to an exploration.
   if (bytes < (4 << 20)) return 3;
   return 2;
 }
