@@ -75,6 +75,9 @@ size_t Stream::maxOutstanding() {
 }
 
 void Stream::waitForRoom() {
+  // unfinished_ is at least the true count (ops finish without lowering it),
+  // so below the depth there is room without taking the lock push takes next.
+  if (unfinished_.load(std::memory_order_acquire) < maxOutstanding()) return;
   CompletionPtr target;
   {
     std::lock_guard<std::mutex> lock(mu_);
