@@ -1,6 +1,7 @@
 #include "examples/demo_data_parallel.h"
 
 #include <algorithm>
+#include <optional>
 #include <cstdio>
 #include <stdexcept>
 #include <string>
@@ -11,6 +12,9 @@ namespace {
 
 // Below this bound on the hidden share, the epoch line says what limits it.
 constexpr double kTargetHiddenShare = 0.8;
+// commSummary's figures per rank, gathered: comm, exposed, window, tail, steps.
+constexpr size_t kFields = 5;
+constexpr size_t kStepsField = 4;
 
 }  // namespace
 
@@ -36,7 +40,10 @@ DataParallelOptimizer::DataParallelOptimizer(const DemoOptions& o, loomComm_t dp
 }
 
 void DataParallelOptimizer::finishGradientSync() {
-  if (ddp_) ddp_->finishGradientSync();
+  if (!ddp_) return;
+  const double before = ddp_->stats().exposedSeconds;
+  ddp_->finishGradientSync();
+  stepExposed_.push_back(ddp_->stats().exposedSeconds - before);
 }
 
 void DataParallelOptimizer::step(float lr) {
@@ -65,7 +72,6 @@ std::string DataParallelOptimizer::commSummary() {
   const ddp::DistributedDataParallel::CommStats mine = ddp_->stats();
   int ranks = 1;
   loomCommCount(dp_, &ranks);
-  constexpr size_t kFields = 5;
   std::vector<double> all(kFields * static_cast<size_t>(ranks));
   const double fields[kFields] = {mine.commSeconds, mine.exposedSeconds, mine.windowSeconds, mine.tailSeconds,
                                   static_cast<double>(mine.steps)};
@@ -88,9 +94,16 @@ std::string DataParallelOptimizer::commSummary() {
   const double scale = sum.steps ? 1e3 / static_cast<double>(sum.steps) : 0.0;
   const double comm = scale * sum.commSeconds, exposed = scale * sum.exposedSeconds;
   const double window = scale * sum.windowSeconds, tail = scale * sum.tailSeconds;
-  char text[480];
+  const std::optional<ddp::ExposureSplit> split = gatherExposureSplit(all, ranks);
+  char text[640];
   int n = std::snprintf(text, sizeof(text), "comm hidden %.0f%% (ranks %.0f..%.0f%%; %.1f ms comm, %.1f ms exposed per step)",
                         100.0 * sum.hiddenShare(), 100.0 * low, 100.0 * high, comm, exposed);
+  if (split && n > 0 && n < static_cast<int>(sizeof(text))) {
+    // Per step and rank, as above; the last rank's figure per step.
+    n += std::snprintf(text + n, sizeof(text) - n,
+                       "; of it %.1f ms waiting for a slower rank's backward, %.1f ms exposed on the rank that ended it last",
+                       scale * split->waitingSeconds, scale * ranks * split->lastRankExposedSeconds);
+  }
   // Say why, when the model cannot hide most of its communication: what
   // backward leaves to overlap bounds the share (DDP's CommStats).
   if (o_.overlap && sum.steps && sum.maxHiddenShare() < kTargetHiddenShare && n > 0 &&
@@ -105,13 +118,36 @@ std::string DataParallelOptimizer::commSummary() {
                   100.0 * sum.maxHiddenShare(), window, comm, tail,
                   o_.model == "small" && o_.hidden == DemoOptions{}.hidden
                       ? "model too small to overlap; try --model large"
+                  : split && split->waitingSeconds > 0.5 * split->exposedSeconds
+                      ? "mostly ranks that ended backward first waiting for a slower one: load imbalance, "
+                        "which no bucket plan hides"
                       : "slower ranks or busy cores delay the all-reduces; a larger model or batch hides more");
   }
   return text;
 }
 
+std::optional<ddp::ExposureSplit> DataParallelOptimizer::gatherExposureSplit(std::span<const double> gathered, int ranks) {
+  // The decision rests on the gathered figures alone, the same on every
+  // rank, so all ranks join the all-gather below or none does. A rank's
+  // per-step list misses a step only where finishGradientSync threw after
+  // counting it; it is padded with zeros then.
+  const double common = gathered[kStepsField];
+  for (int r = 1; r < ranks; ++r) {
+    if (gathered[kFields * static_cast<size_t>(r) + kStepsField] != common) return std::nullopt;
+  }
+  const size_t steps = static_cast<size_t>(common);
+  if (steps == 0) return std::nullopt;
+  std::vector<double> mine(steps, 0.0);
+  std::copy_n(stepExposed_.begin(), std::min(steps, stepExposed_.size()), mine.begin());
+  std::vector<double> exposed(steps * static_cast<size_t>(ranks));
+  if (loomAllGather(mine.data(), exposed.data(), steps, loomFloat64, dp_, nullptr) != loomSuccess)
+    throw std::runtime_error(std::string("DDP per-step statistics: ") + loomGetLastError(dp_));
+  return ddp::splitExposure(exposed, static_cast<size_t>(ranks), steps);
+}
+
 void DataParallelOptimizer::resetStats() {
   if (ddp_) ddp_->resetStats();
+  stepExposed_.clear();
 }
 
 std::string DataParallelOptimizer::describe() const {

@@ -4,11 +4,13 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "ddp/distributed/distributed_data_parallel.h"
+#include "ddp/distributed/exposure_split.h"
 #include "ddp/distributed/sharded_optimizer.h"
 #include "ddp/optimizer.h"
 #include "ddp/parameter_store.h"
@@ -32,7 +34,9 @@ class DataParallelOptimizer {
   size_t stateBytes() const;
   // Collective over dp: DDP's hidden share over all its ranks (their
   // summed exposed time over their summed communication time) with the
-  // range over ranks, and what bounds it when it is low; or why there is none.
+  // range over ranks, how much of the exposed time was ranks waiting for a
+  // slower rank's backward, and what bounds the share when it is low; or why
+  // there is none.
   std::string commSummary();
   void resetStats();
   std::string describe() const;
@@ -44,6 +48,12 @@ class DataParallelOptimizer {
   std::unique_ptr<ddp::DistributedDataParallel> ddp_;
   std::unique_ptr<ddp::Optimizer> plain_;
   std::unique_ptr<ddp::ShardedOptimizer> sharded_;
+  std::vector<double> stepExposed_;  // this rank's exposed seconds, one per step since resetStats
+
+  // Collective over dp: every rank's per-step exposed times, split
+  // (ddp/distributed/exposure_split.h); none when the ranks ran different
+  // numbers of steps. gathered: commSummary's figures of every rank.
+  std::optional<ddp::ExposureSplit> gatherExposureSplit(std::span<const double> gathered, int ranks);
 };
 
 }  // namespace loom::demo

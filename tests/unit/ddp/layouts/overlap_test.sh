@@ -6,7 +6,10 @@
 #   every run: the epoch line's "comm hidden N% (ranks A..B%; X ms comm,
 #   Y ms exposed per step)" parses, with A <= N <= B (the share over all
 #   ranks is a weighted mean of theirs) and Y <= X (exposed time is part of
-#   the communication time); where the line explains a low share ("at most
+#   the communication time); "of it W ms waiting for a slower rank's
+#   backward, L ms exposed on the rank that ended it last" follows, with
+#   W + L = Y up to rounding (each step's least exposure over ranks is the
+#   last rank's, the rest waiting); where the line explains a low share ("at most
 #   Z% can be hidden"), Z >= N (the bound holds by construction).
 # --chunk-mb: the communicator uses the chunk asked for (LOOM_DEBUG=INFO log).
 # No timing threshold: what share is hidden depends on the machine.
@@ -57,11 +60,16 @@ check_share() {  # name
   awk -v n="$2" -v a="$3" -v b="$4" 'BEGIN { exit !(a <= n && n <= b && b <= 100) }' ||
     fail "$1: hidden share $2% outside the ranks' range $3..$4%"
   awk -v x="$5" -v y="$6" 'BEGIN { exit !(y <= x + 0.05) }' || fail "$1: exposed $6 ms > communication $5 ms"
+  split=$(echo "$line" | sed -n "s/.*per step); of it \([0-9.]*\) ms waiting for a slower rank's backward, \([0-9.]*\) ms exposed on the rank that ended it last.*/\1 \2/p")
+  [ -n "$split" ] || fail "$1: no split of the exposed time in the epoch line: $line"
+  set -- "$@" $split
+  awk -v y="$6" -v w="$7" -v l="$8" 'BEGIN { d = w + l - y; exit !(d <= 0.15 && d >= -0.15) }' ||
+    fail "$1: waiting $7 ms + last rank's $8 ms is not the exposed $6 ms"
   bound=$(echo "$line" | sed -n 's/.*at most \([0-9]*\)% can be hidden.*/\1/p')
   if [ -n "$bound" ]; then
     [ "$bound" -ge "$2" ] || fail "$1: bound $bound% below the hidden share $2%"
   fi
-  echo "$1: comm hidden $2% (ranks $3..$4%), $5 ms comm, $6 ms exposed per step${bound:+, at most $bound% hideable}"
+  echo "$1: comm hidden $2% (ranks $3..$4%), $5 ms comm, $6 ms exposed per step ($7 waiting, $8 on the last rank)${bound:+, at most $bound% hideable}"
 }
 
 train small
