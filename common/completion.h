@@ -2,7 +2,10 @@
 // enqueued on, the executor that runs it and any thread waiting for it.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <cstdint>
 #include <memory>
 
 #include "common/status.h"
@@ -26,6 +29,25 @@ class Completion {
   // Valid once done() returned true on the calling thread.
   const Status& status() const { return status_; }
   bool ok() const { return status_.isOk(); }
+
+  // Sleeps until done, at most about `micros` (no spinning: the core goes to
+  // whoever finishes the operation). True when done.
+  bool sleepUntilDone(long micros) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(micros);
+    while (!done()) {
+      const long left =
+          std::chrono::duration_cast<std::chrono::microseconds>(until - std::chrono::steady_clock::now()).count();
+      if (left <= 0) return false;
+      const uint32_t seen = signal_.seq.load(std::memory_order_seq_cst);
+      signal_.sleepers.fetch_add(1, std::memory_order_seq_cst);
+      // As in waitUntil: without the paired barrier a wake-up may be missed,
+      // so the sleep goes in 1 ms slices then.
+      const bool paired = asymmetric_fence::sleeperBarrier();
+      if (!done()) signal_.sleepMicros(seen, paired ? left : std::min(left, 1000L));
+      signal_.sleepers.fetch_sub(1, std::memory_order_seq_cst);
+    }
+    return true;
+  }
 
   // Blocks until done (spin, yield, then futex sleep) or until `wait` expires.
   Status wait(const WaitContext& wait, const char* what) {

@@ -56,6 +56,13 @@ void WaitSignal::sleep(uint32_t expected, int timeoutMillis) {
   syscall(SYS_futex, reinterpret_cast<uint32_t*>(&seq), FUTEX_WAIT, expected, &ts, nullptr, 0);
 }
 
+void WaitSignal::sleepMicros(uint32_t expected, long timeoutMicros) {
+  struct timespec ts;
+  ts.tv_sec = timeoutMicros / 1000000;
+  ts.tv_nsec = (timeoutMicros % 1000000) * 1000L;
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&seq), FUTEX_WAIT, expected, &ts, nullptr, 0);
+}
+
 void yieldCore() { sched_yield(); }
 
 Status peerFailureWithin(const WaitContext& wait, const std::string& what, double seconds) {

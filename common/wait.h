@@ -72,6 +72,8 @@ struct WaitSignal {
   void wakeAll();
   // Sleeps while seq == expected, at most timeoutMillis.
   void sleep(uint32_t expected, int timeoutMillis);
+  // The same, at most timeoutMicros (the kernel's timer slack may add to it).
+  void sleepMicros(uint32_t expected, long timeoutMicros);
 };
 
 // The liveness of the other ranks of a communicator (transports/shm/

@@ -98,6 +98,9 @@ class OpRunner {
   // (only small ops still on the stream); then *turn owns the executor's
   // inline turn.
   bool idleSoon(Stream& stream, std::unique_lock<std::mutex>* turn);
+  // More unfinished calls than this on the stream, all small: idleSoon
+  // sleeps on the newest instead of polling.
+  static constexpr size_t kBacklogToSleepOn = 2;
   // Whether `ready` (every peer announced, or posted) holds within LOOM_ASYNC_INLINE_US.
   template <typename Ready>
   bool peersSoon(Ready ready);

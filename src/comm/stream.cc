@@ -50,6 +50,13 @@ bool Stream::onlyQuickOutstanding() {
   return slowOutstanding_ == 0;
 }
 
+CompletionPtr Stream::newestOfQuickBacklog(size_t atLeast) {
+  std::lock_guard<std::mutex> lock(mu_);
+  pruneLocked();
+  if (slowOutstanding_ != 0 || outstanding_.size() <= atLeast) return nullptr;
+  return outstanding_.back().op;
+}
+
 void Stream::noteFinished(const Status& status) {
   if (status.isOk()) return;
   std::lock_guard<std::mutex> lock(mu_);

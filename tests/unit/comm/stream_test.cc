@@ -65,6 +65,54 @@ TEST(Stream, AnOpOfAnotherRunnerIsWaitedForAndAFailureSticks) {
   EXPECT_EQ(stream.synchronize().code(), Code::kRemoteError);
 }
 
+// The backlog a small call sleeps on (OpRunner::idleSoon): the newest op, only
+// past the threshold and only while every unfinished op is quick.
+TEST(Stream, TheNewestOfAQuickBacklogIsGivenOnlyPastTheThresholdAndWithoutLargeOps) {
+  Stream stream;
+  const int runner = 0;
+  EXPECT_EQ(stream.newestOfQuickBacklog(0), nullptr) << "an idle stream has no backlog";
+  CompletionPtr a = pending(), b = pending(), c = pending();
+  stream.push(a, &runner, true);
+  stream.push(b, &runner, true);
+  EXPECT_EQ(stream.newestOfQuickBacklog(2), nullptr) << "2 unfinished ops are not more than 2";
+  EXPECT_EQ(stream.newestOfQuickBacklog(1), b);
+  stream.push(c, &runner, true);
+  EXPECT_EQ(stream.newestOfQuickBacklog(2), c);
+  a->complete(Status::ok());
+  EXPECT_EQ(stream.newestOfQuickBacklog(2), nullptr) << "finished ops leave the backlog";
+  CompletionPtr large = pending();
+  stream.push(large, &runner, false);
+  EXPECT_EQ(stream.newestOfQuickBacklog(1), nullptr) << "a large op on the stream: no quick backlog";
+  for (const CompletionPtr& op : {b, c, large}) op->complete(Status::ok());
+  EXPECT_TRUE(stream.idle());
+}
+
+// The sleep a small call may take on that backlog: it ends when the op is
+// done (well before the bound), and ends at the bound when it is not.
+TEST(Completion, SleepUntilDoneEndsWithTheOpOrAtItsBound) {
+  using Clock = std::chrono::steady_clock;
+  CompletionPtr done = pending();
+  done->complete(Status::ok());
+  EXPECT_TRUE(done->sleepUntilDone(1'000'000)) << "a finished op returns at once";
+
+  CompletionPtr never = pending();
+  Clock::time_point start = Clock::now();
+  EXPECT_FALSE(never->sleepUntilDone(3'000));
+  const auto waited = Clock::now() - start;
+  EXPECT_GE(waited, std::chrono::microseconds(3'000)) << "returned before its bound with the op unfinished";
+  EXPECT_LT(waited, std::chrono::seconds(2)) << "did not return near its bound";
+
+  CompletionPtr later = pending();
+  std::thread finisher([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    later->complete(Status::ok());
+  });
+  start = Clock::now();
+  EXPECT_TRUE(later->sleepUntilDone(20'000'000)) << "the op finished within the 20 s bound";
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(10)) << "the completion did not wake the sleeper";
+  finisher.join();
+}
+
 // A caller that enqueues faster than the ops finish waits once the stream
 // holds maxOutstanding() of them, until half have finished; below that it
 // goes on at once.
