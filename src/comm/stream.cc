@@ -50,10 +50,10 @@ bool Stream::onlyQuickOutstanding() {
   return slowOutstanding_ == 0;
 }
 
-CompletionPtr Stream::newestOfQuickBacklog(size_t atLeast) {
+CompletionPtr Stream::newestOfQuickBacklog(size_t moreThan) {
   std::lock_guard<std::mutex> lock(mu_);
   pruneLocked();
-  if (slowOutstanding_ != 0 || outstanding_.size() <= atLeast) return nullptr;
+  if (slowOutstanding_ != 0 || outstanding_.size() <= moreThan) return nullptr;
   return outstanding_.back().op;
 }
 

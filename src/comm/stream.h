@@ -44,9 +44,9 @@ class Stream {
   size_t outstanding();
   // True when every unfinished op was pushed as quick (or none is left).
   bool onlyQuickOutstanding();
-  // The newest unfinished op, when more than `atLeast` ops are unfinished
+  // The newest unfinished op, when more than `moreThan` ops are unfinished
   // and all of them were pushed as quick; else null.
-  CompletionPtr newestOfQuickBacklog(size_t atLeast);
+  CompletionPtr newestOfQuickBacklog(size_t moreThan);
   // An op that ran at once on the caller's thread, never pushed: its error,
   // if any, is reported like a pushed op's.
   void noteFinished(const Status& status);
