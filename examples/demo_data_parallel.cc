@@ -1,8 +1,8 @@
 #include "examples/demo_data_parallel.h"
 
 #include <algorithm>
-#include <optional>
 #include <cstdio>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
