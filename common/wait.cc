@@ -49,12 +49,7 @@ void WaitSignal::wakeAll() {
   syscall(SYS_futex, reinterpret_cast<uint32_t*>(&seq), FUTEX_WAKE, INT32_MAX, nullptr, nullptr, 0);
 }
 
-void WaitSignal::sleep(uint32_t expected, int timeoutMillis) {
-  struct timespec ts;
-  ts.tv_sec = timeoutMillis / 1000;
-  ts.tv_nsec = static_cast<long>(timeoutMillis % 1000) * 1000000L;
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&seq), FUTEX_WAIT, expected, &ts, nullptr, 0);
-}
+void WaitSignal::sleep(uint32_t expected, int timeoutMillis) { sleepMicros(expected, timeoutMillis * 1000L); }
 
 void WaitSignal::sleepMicros(uint32_t expected, long timeoutMicros) {
   struct timespec ts;
