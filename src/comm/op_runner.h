@@ -71,9 +71,10 @@ class OpRunner {
   CompletionPtr enqueueAsync(OpWork work, Stream* stream);
   // A collective for `stream` run at once on the calling thread, when that
   // cannot make the call wait for its peers (LOOM_ASYNC_INLINE_US): it is
-  // small, the communicator has a shared-memory bulletin, the stream and the
-  // executor are idle, and every peer announces this collective within the
-  // knob's time. False: nothing was done, enqueueAsync it.
+  // small, the stream and the executor are idle, and either the rank is
+  // alone or the communicator has a shared-memory bulletin and every peer
+  // announces this collective within the knob's time. False: nothing was
+  // done, enqueueAsync it.
   bool runInline(const algo::CollArgs& args, Stream& stream);
 
   // A collective that is a step of the running operation (the agreement of

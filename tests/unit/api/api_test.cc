@@ -214,6 +214,30 @@ TEST(Api, StreamsRunInOrderAcrossCommunicators) {
   destroyAll(b);
 }
 
+// A rank alone has no peer to wait for, so a small call on an idle stream
+// runs on the calling thread: done when it returns, with no query or
+// synchronize needed. A large one still goes to the stream's worker.
+TEST(Api, SmallStreamCallOfARankAloneIsDoneWhenItReturns) {
+  auto comms = clique(1);
+  loomStream_t s = nullptr;
+  ASSERT_EQ(loomStreamCreate(&s), loomSuccess);
+  for (int k = 0; k < 200; ++k) {
+    const int64_t in[2] = {k, -3 * k};
+    int64_t out[2] = {-1, -1};
+    ASSERT_EQ(loomAllReduce(in, out, 2, loomInt64, loomMax, comms[0], s), loomSuccess) << "call " << k;
+    ASSERT_EQ(loomStreamQuery(s), loomSuccess) << "call " << k << " was still running when it returned";
+    EXPECT_EQ(out[0], k) << "call " << k;
+    EXPECT_EQ(out[1], -3 * k) << "call " << k;
+  }
+  std::vector<float> big(1 << 20), bigOut(1 << 20, 0.0f);
+  for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<float>(i % 1000);
+  ASSERT_EQ(loomAllReduce(big.data(), bigOut.data(), big.size(), loomFloat32, loomSum, comms[0], s), loomSuccess);
+  ASSERT_EQ(loomStreamSynchronize(s), loomSuccess);
+  EXPECT_EQ(bigOut, big);
+  EXPECT_EQ(loomStreamDestroy(s), loomSuccess);
+  destroyAll(comms);
+}
+
 TEST(Api, AsyncErrorIsSuccessOnHealthyComm) {
   auto comms = clique(1);
   loomResult_t e = loomInternalError;
