@@ -101,6 +101,7 @@ const std::vector<KnobDoc>& configKnobs() {
       {"LOOM_SPIN_US", kWaits, "5 (0 when a host runs more ranks than it has cores)", "microseconds a wait busy-polls before it starts to yield the core", "common/wait"},
       {"LOOM_YIELD_US", kWaits, "200", "microseconds a wait polls with sched_yield before it sleeps on a futex", "common/wait"},
       {"LOOM_ASYNC_INLINE_US", kWaits, "20 (0 when a host runs more ranks than it has cores)", "a collective of at most 64 KiB on an idle host stream runs on the calling thread, as a blocking call does, when every peer has started it within this many microseconds (polled); otherwise the communicator's worker thread runs it and the call returns. Algorithms that can start without their peers (one-shot; recursive doubling at 2 ranks) post their input at once and poll for the peers' posts instead, and a late peer leaves only the rest to the worker. When earlier small calls still run on the worker, the call waits up to this long for them, asleep once more than two are queued (so the workers get the cores), and then runs inline. A communicator of one rank has no peer to wait for: its small calls on an idle stream always run inline. The call never waits for a peer longer than this, plus the kernel's timer slack (about 50 us) when it slept; 0: always the worker (0..1000). With more ranks than cores a peer is often not running, and the poll only delays it", "src/comm"},
+      {"LOOM_PLACE_RANKS", kWaits, "1", "1: the thread that creates a rank's first communicator, when its ranks are processes of their own and its affinity mask has at least one core per local rank (no launcher bound it), moves once to the core loomrun --bind core would give it and gets its whole mask back, so ranks start on separate cores (two ranks woken onto one core pay a context switch per hand-off until the scheduler parts them) and the scheduler may still move them; 0: leave placement to the scheduler", "src/comm"},
       {"LOOM_STREAM_DEPTH", kWaits, "1024", "operations a host stream may hold unfinished: a call that would enqueue more (outside a group) waits until half of them have finished, as a launch waits on a full CUDA stream, so that a caller that enqueues faster than the operations run keeps its queue, and its memory, bounded (2..16777216); read once per process", "src/comm (stream)"},
       {"LOOM_CHUNK_SIZE", kData, "256K", "bytes per pipelined chunk (one FIFO slot); K/M suffixes; multiple of 64, 4K..64M; unset: 2M where only TCP serves pairs; loomConfig_t.chunkBytes replaces it for one communicator", "transports, algorithms"},
       {"LOOM_SHM_SLOTS", kData, "4", "chunks in flight per shared-memory connection (2..64)", "transports/shm"},
@@ -263,6 +264,11 @@ Config Config::fromEnv(std::vector<std::string>* warnings) {
   }
   if (const char* v = readKnob("LOOM_YIELD_US"); v && *v)
     if (!parseInt(v, 0, 10000000, &c.yieldMicros)) warn("LOOM_YIELD_US", v, "expected microseconds in [0, 1e7]");
+  if (const char* v = readKnob("LOOM_PLACE_RANKS"); v && *v) {
+    int on = 1;
+    if (!parseInt(v, 0, 1, &on)) warn("LOOM_PLACE_RANKS", v, "expected 0 or 1");
+    else c.placeRanks = on == 1;
+  }
   if (const char* v = readKnob("LOOM_SHM_DIR"); v && *v) c.shmDir = v;
   if (const char* v = readKnob("LOOM_SHM_SINGLE_COPY"); v && *v) {
     int on = 1;

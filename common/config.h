@@ -26,6 +26,7 @@ struct Config {
   int spinMicros = 5;                  // LOOM_SPIN_US: busy polling before a wait starts yielding
   bool spinMicrosSet = false;          // LOOM_SPIN_US was given (else oversubscribed hosts spin 0)
   int yieldMicros = 200;               // LOOM_YIELD_US: sched_yield polling before a wait sleeps
+  bool placeRanks = true;              // LOOM_PLACE_RANKS: an unbound rank starts on a core of its own
   std::string shmDir = "/dev/shm";     // LOOM_SHM_DIR: where shared-memory segments live
   bool shmSingleCopy = true;           // LOOM_SHM_SINGLE_COPY: copy straight between ranks' buffers where the kernel allows
   std::string transport;               // LOOM_TRANSPORT: force one transport for every peer (shm, ib, ucx, tcp; empty: per-peer choice)

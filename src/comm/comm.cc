@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "src/comm/host_identity.h"
+#include "src/comm/start_placement.h"
 #include "src/comm/stream.h"
 #include "src/device/comm_devices.h"
 #include "src/comm/transport_policy.h"
@@ -89,6 +90,7 @@ Result<std::unique_ptr<Communicator>> Communicator::create(const bootstrap::Uniq
   comm->executor_ = std::make_unique<Executor>();
   comm->runner_.setOneStepRecords(!comm->devices_ && comm->diag_->recordsInOneStep() &&
                                   !comm->log_.enabled(LogLevel::kTrace, kSubsysColl));
+  comm->placeCreatingThread();
   if (rank == 0)
     LOOM_INFO(comm->log_, kSubsysInit, "Loom %d.%d.%d, reduction kernels: %s", LOOM_MAJOR,
               LOOM_MINOR, LOOM_PATCH, kernels::isaName(kernels::activeIsa()));
@@ -299,6 +301,22 @@ void Communicator::adaptWaitsToHost() {
             "%d local ranks on %d cores: waits spin %d us, yield %d us, then sleep; small stream calls poll %d us "
             "for their peers",
             localRanks, cores, config_.spinMicros, config_.yieldMicros, config_.asyncInlineMicros);
+}
+
+void Communicator::placeCreatingThread() {
+  // Last in init: the exchanges before it end in socket waits, whose wake-ups
+  // could put the ranks back together.
+  if (!config_.placeRanks || nranks_ < 2) return;
+  const auto& self = peers_[static_cast<size_t>(rank_)];
+  int localIndex = -1, localRanks = 0;
+  for (const auto& p : peers_) {
+    if (p.hostHash != self.hostHash) continue;
+    if (p.rank != rank_ && p.pid == self.pid) return;  // ranks as threads of one process: one thread made them all
+    if (p.rank == rank_) localIndex = localRanks;
+    ++localRanks;
+  }
+  const std::string what = startOnOwnCore(localIndex, localRanks);
+  if (!what.empty()) LOOM_INFO(log_, kSubsysInit, "rank %d (local %d of %d): %s", rank_, localIndex, localRanks, what.c_str());
 }
 
 int Communicator::algorithmRecord(const algo::AlgorithmInfo& algorithm, transport::Protocol proto) {

@@ -151,6 +151,9 @@ class Communicator {
   };
   Result<PeerTransports> choosePeerTransports() const;
   void adaptWaitsToHost();
+  // Starts the creating thread on a core of its own (start_placement.h) when
+  // LOOM_PLACE_RANKS allows and this host's ranks are separate processes.
+  void placeCreatingThread();
   // The Simple protocol's links (LOOM_CHECK's exchange runs over them);
   // defined in comm.cc, where LinkTable is complete.
   algo::Links& simpleLinks() const;
