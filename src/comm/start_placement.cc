@@ -26,7 +26,7 @@ std::string startOnOwnCore(int localIndex, int localRanks) {
   for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
     if (CPU_ISSET(cpu, &mask)) allowed.push_back(cpu);
   if (static_cast<int>(allowed.size()) < localRanks) return "";
-  Result<topology::Topology> topo = topology::detectTopology();
+  Result<topology::Topology> topo = topology::detectCpuTopology();
   if (!topo.isOk()) return "";
   const std::vector<int> target = topology::startingCpus(topo.value(), allowed, localIndex, localRanks);
   if (target.empty()) return "";

@@ -183,6 +183,13 @@ Result<Topology> detectTopology() {
   return readTopology(t.value().get());
 }
 
+Result<Topology> detectCpuTopology() {
+  auto t = loadHandle([](hwloc_topology_t h) { return hwloc_topology_set_io_types_filter(h, HWLOC_TYPE_FILTER_KEEP_NONE); },
+                      "this machine");
+  LOOM_TRY(t.status());
+  return readTopology(t.value().get());
+}
+
 Result<Topology> loadTopologyXml(const std::string& path) {
   auto t = loadHandle([&](hwloc_topology_t h) { return hwloc_topology_set_xml(h, path.c_str()); },
                       "XML file '" + path + "'");

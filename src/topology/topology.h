@@ -63,6 +63,9 @@ struct Topology {
 // cgroup limits apply, the process's own affinity does not), with I/O devices.
 // Errors: kSystemError when hwloc cannot read the machine.
 Result<Topology> detectTopology();
+// The same without I/O devices (nics and gpus stay empty): no PCI scan and no
+// GPU library loaded, for callers that need only cores and NUMA nodes.
+Result<Topology> detectCpuTopology();
 
 // The topology described by an hwloc XML file. Errors: kInvalidArgument
 // naming the file when hwloc cannot load it.

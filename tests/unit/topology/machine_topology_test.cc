@@ -198,5 +198,23 @@ TEST_F(MachineTopologyTest, DescriptionStartsWithTheCounts) {
   EXPECT_NE(lines[0].find(std::to_string(topo_.numaNodes.size()) + " NUMA node(s)"), std::string::npos) << lines[0];
 }
 
+// The CPU-only read sees the same cores, packages and NUMA nodes, and no I/O
+// device (startup placement reads it in every rank's init).
+TEST_F(MachineTopologyTest, CpuOnlyReadHasTheSameCoresAndNoDevices) {
+  Result<Topology> cpuOnly = detectCpuTopology();
+  ASSERT_TRUE(cpuOnly.isOk()) << cpuOnly.status().message();
+  const Topology& t = cpuOnly.value();
+  EXPECT_EQ(t.packages, topo_.packages);
+  ASSERT_EQ(t.cores.size(), topo_.cores.size());
+  for (size_t i = 0; i < t.cores.size(); ++i) {
+    EXPECT_EQ(t.cores[i].cpus, topo_.cores[i].cpus) << "core " << i;
+    EXPECT_EQ(t.cores[i].numaNode, topo_.cores[i].numaNode) << "core " << i;
+  }
+  ASSERT_EQ(t.numaNodes.size(), topo_.numaNodes.size());
+  for (size_t i = 0; i < t.numaNodes.size(); ++i) EXPECT_EQ(t.numaNodes[i].cpus, topo_.numaNodes[i].cpus);
+  EXPECT_TRUE(t.nics.empty()) << t.nics.size() << " NIC(s)";
+  EXPECT_TRUE(t.gpus.empty()) << t.gpus.size() << " GPU(s)";
+}
+
 }  // namespace
 }  // namespace loom::topology
