@@ -136,17 +136,22 @@ allreduce  window  simple  *  10   0.8  8
 allreduce  window  simple  2  1.0  7.5  8
 
 # The direct all-reduce (algorithms/direct_allreduce.h) copies between the
-# ranks' buffers once instead of through windows. At 2 ranks, forced, 40
-# calls per size (2026-11-27): 16 KiB 5.4 us against the tuner's 6.6, 64 KiB
-# 8.4 vs 11.5, 256 KiB 23-29 vs 44, 1 MiB 134-156 vs window 211-222 and tree
-# 215-220, 4 MiB 740-840 vs 811; from 16 MiB out of place it was level or
-# slower (64 MiB 23 vs 20 ms). A phase end then costs ~1.5 us and the bytes
-# move at ~10 GB/s, which makes it the pick from a few KiB to some MiB and
-# leaves the largest sizes to the online tuner. At 4 ranks on 2 cores it
-# was level with the windowed all-reduce (1 MiB 630-800 vs 690 us): the same
-# parameters, so the online tuner times both.
+# ranks' buffers once instead of through windows, but each copy is a system
+# call that pins the peer's pages. At 4 ranks on 2 cores it was level with
+# the windowed all-reduce (1 MiB 630-800 vs 690 us): the same parameters, so
+# the online tuner times both. At 2 ranks it once measured fastest from
+# 16 KiB to 4 MiB (forced, 40 calls per size, 2026-11-27), but those short
+# runs fell in the first milliseconds after init, when both ranks often
+# shared one core (docs/performance.md): the ring and the tree, which need
+# both ranks running, paid for it and the kernel's copies did not. With the
+# ranks started apart (2026-11-28, all_reduce_perf --algos, 7 interleaved
+# rounds, two runs) direct took 1.4-2x the tree's time at 64 KiB-1 MiB
+# (1 MiB 184 vs 95-98 us, 213 vs 149), and at 4-64 MiB it led in one run
+# (4 MiB 1370 vs 1567, 16 MiB 4832 vs 5688) and trailed in the other (4 MiB
+# 1148 vs 832, 16 MiB 5101 vs 3496). So at 2 ranks its bytes are priced at
+# 6 GB/s, which leaves the pick to the tree at every size.
 allreduce  direct  simple  *  10   0.8  8
-allreduce  direct  simple  2  1.5  10   8
+allreduce  direct  simple  2  1.5  6    8
 
 # Halving-doubling changes partner every step; at 4 ranks its large-buffer
 # times were 2-10x the ring's (1 MiB: 13.8 ms vs 1.6 ms). At 128 KiB,
