@@ -59,6 +59,9 @@ struct AlgoContext {
   // windows->readPeer/writePeer work between every pair of ranks (agreed
   // by all); set only with `windows`.
   bool peerCopies = false;
+  // Every rank is a thread of one process: the peer copies are memcpy (set
+  // only with peerCopies, on every rank alike).
+  bool peerCopiesInProcess = false;
   bool singleHost = true;  // every rank on this host (shared-memory-only algorithms apply)
   // Which ranks share a host (the communicator's, immutable, outlives the
   // call); null: unknown, treated as one host (rank-order rings).

@@ -42,6 +42,9 @@ struct CostQuery {
   int ranksPerHost = 1;  // the most ranks on one host
   double bytes = 0;      // the collective's size as nccl-tests reports it (collectiveBytes())
   double chunkBytes = 0; // the largest piece one step moves with the protocol in use
+  // Every rank is a thread of one process (AlgoContext::peerCopiesInProcess):
+  // copies between ranks' own buffers are memcpy rather than system calls.
+  bool copiesInProcess = false;
 };
 
 // A call's cost: parts priced one by one, in order, and summed.

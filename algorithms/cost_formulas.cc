@@ -141,10 +141,23 @@ Cost windowAllReduceCost(const CostQuery& q) {
 
 // Direct all-reduce: two phase ends per call; each rank reads (n-1)/n of
 // the vector from its peers, folds its slice and writes (n-1)/n to them.
+// The tuning table prices its copies as system calls between processes
+// (process_vm_readv/writev, which pin the peer's pages for every copy).
+// Between threads of one process they are memcpy: with 2 and 4 ranks as
+// threads (2026-11-28, all_reduce_perf -t, interleaved) direct took a
+// third of its time between processes at 64 KiB-1 MiB (2 ranks, 1 MiB:
+// 63 us against 180-212) and led every other algorithm by 10-40% up to
+// 4 MiB; at 16 MiB, where memory bandwidth bounds both, the two kinds of
+// copy were within 1.2-1.5x and the ring or the tree led again. Hence a
+// quarter of the copy cost in one process, up to 4 MiB.
+static constexpr double kInProcessCopyShare = 0.25;
+static constexpr double kInProcessCopyMaxBytes = 4.0 * 1024 * 1024;
+
 Cost directAllReduceCost(const CostQuery& q) {
   const int n = q.nranks;
   const double moved = 1.0 * (n - 1) / n * q.bytes;
-  return Cost::of({2.0 * phaseEndSteps(n), 2.0 * moved, moved});
+  const double copyShare = q.copiesInProcess && q.bytes <= kInProcessCopyMaxBytes ? kInProcessCopyShare : 1.0;
+  return Cost::of({2.0 * phaseEndSteps(n), 2.0 * moved * copyShare, moved});
 }
 
 Cost deterministicAllReduceCost(const CostQuery& q) {

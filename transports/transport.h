@@ -158,6 +158,10 @@ class SharedWindows {
   // apply: a rank touches a peer's buffer only between the phase ends that
   // the algorithm's contract names.
   virtual bool peerCopies() const { return false; }
+  // Every peer is a thread of this process: the copies are plain memcpy,
+  // without the system call and page pinning of a copy between processes
+  // (the tuner prices the two differently).
+  virtual bool peerCopiesInProcess() const { return false; }
   // `bytes` from `remote` (an address in `rank`'s address space) to `local`.
   virtual Status readPeer(int rank, void*, const void*, size_t) { return noPeerCopies(rank); }
   // `bytes` from `local` to `remote` in `rank`'s address space.

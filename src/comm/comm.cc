@@ -186,25 +186,30 @@ Status Communicator::connectPeers(const bootstrap::UniqueId& id) {
 // them only where it serves all of a rank's peers, which need not hold for
 // every rank alike: hence one exchange of who has which.
 Status Communicator::agreeOnBulletin(const std::vector<transport::Transport*>& inUse) {
-  constexpr int32_t kHasBulletin = 1, kHasWindows = 2, kCopiesPeers = 4;
+  constexpr int32_t kHasBulletin = 1, kHasWindows = 2, kCopiesPeers = 4, kCopiesInProcess = 8;
   transport::Bulletin* mine = nullptr;
   transport::SharedWindows* myWindows = nullptr;
   if (inUse.size() == 1 && llLinks_) mine = inUse.front()->bulletin();
   if (inUse.size() == 1) myWindows = inUse.front()->windows();
   std::vector<int32_t> has(static_cast<size_t>(nranks_), 0);
   has[static_cast<size_t>(rank_)] = (mine != nullptr ? kHasBulletin : 0) | (myWindows != nullptr ? kHasWindows : 0) |
-                                    (myWindows != nullptr && myWindows->peerCopies() ? kCopiesPeers : 0);
+                                    (myWindows != nullptr && myWindows->peerCopies() ? kCopiesPeers : 0) |
+                                    (myWindows != nullptr && myWindows->peerCopiesInProcess() ? kCopiesInProcess : 0);
   if (nranks_ > 1) LOOM_TRY(bootstrap_->allGather(has.data(), sizeof(int32_t), makeWait()));
-  int32_t all = nranks_ > 1 ? kHasBulletin | kHasWindows | kCopiesPeers : 0;
+  int32_t all = nranks_ > 1 ? kHasBulletin | kHasWindows | kCopiesPeers | kCopiesInProcess : 0;
   for (int32_t h : has) all &= h;
   bulletin_ = (all & kHasBulletin) ? mine : nullptr;
   windows_ = (all & kHasWindows) ? myWindows : nullptr;
   peerCopies_ = windows_ != nullptr && (all & kCopiesPeers) != 0;
+  peerCopiesInProcess_ = peerCopies_ && (all & kCopiesInProcess) != 0;
   if (bulletin_)
     LOOM_INFO(log_, kSubsysTransport, "bulletin of %zu bytes for one-shot LL all-reduce", bulletin_->capacity());
   if (windows_)
     LOOM_INFO(log_, kSubsysTransport, "shared windows of %zu bytes for windowed all-reduce; direct copies %s",
-              windows_->bytes(), peerCopies_ ? "with every rank" : "off (not every rank can make them)");
+              windows_->bytes(),
+              peerCopiesInProcess_ ? "with every rank (threads of one process: memcpy)"
+              : peerCopies_        ? "with every rank"
+                                   : "off (not every rank can make them)");
   return Status::ok();
 }
 
@@ -338,6 +343,7 @@ bool Communicator::contextFor(transport::Protocol proto, const WaitContext& wait
   ctx->bulletin = proto == transport::Protocol::kLL ? bulletin_ : nullptr;
   ctx->windows = windows_;
   ctx->peerCopies = peerCopies_;
+  ctx->peerCopiesInProcess = peerCopiesInProcess_;
   ctx->singleHost = singleHost_;
   ctx->hosts = hostLayout_.get();
   return true;

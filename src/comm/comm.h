@@ -246,6 +246,7 @@ class Communicator {
   transport::Bulletin* bulletin_ = nullptr;
   transport::SharedWindows* windows_ = nullptr;  // the same for the shared windows
   bool peerCopies_ = false;  // windows_->peerCopies() holds on every rank
+  bool peerCopiesInProcess_ = false;  // and every rank is a thread of one process
   bool singleHost_ = true;   // every peer on this host
   std::unique_ptr<const algo::HostLayout> hostLayout_;  // from the peer table, for AlgoContext::hosts
   std::atomic<bool> abort_{false};

@@ -81,12 +81,12 @@ Tuner::Tuner(const TunerOptions& options, int nranks, const std::vector<algo::Al
       warnings);
 }
 
-double Tuner::predict(size_t algorithm, Protocol proto, double bytes, double chunkBytes) const {
+double Tuner::predict(size_t algorithm, Protocol proto, double bytes, double chunkBytes, bool copiesInProcess) const {
   const auto& info = algorithms_[algorithm];
   const Model& m = model(algorithm, proto);
   const CostParams& net = networkParams(info.type, proto);
   auto alphaBeta = [&](double s) {
-    return predictMicros(info, {nranks_, 1, nranks_, s, chunkBytes}, m.params, net);
+    return predictMicros(info, {nranks_, 1, nranks_, s, chunkBytes, copiesInProcess}, m.params, net);
   };
   const auto& pts = m.points;
   if (pts.empty()) return alphaBeta(bytes);
@@ -107,7 +107,8 @@ double Tuner::predict(size_t algorithm, Protocol proto, double bytes, double chu
 
 double Tuner::predictIn(size_t algorithm, Protocol proto, double bytes, const algo::AlgoContext& ctx) const {
   const algo::HostLayout* hosts = ctx.hosts;
-  if (!hosts || hosts->nHosts() < 2) return predict(algorithm, proto, bytes, static_cast<double>(ctx.chunkBytes));
+  if (!hosts || hosts->nHosts() < 2)
+    return predict(algorithm, proto, bytes, static_cast<double>(ctx.chunkBytes), ctx.peerCopiesInProcess);
   // Measured points (one host) do not describe a network: alpha-beta only.
   const auto& info = algorithms_[algorithm];
   return predictAcrossHosts(info, nranks_, {hosts->nHosts(), hosts->maxRanksPerHost()}, bytes,
@@ -152,13 +153,14 @@ Choice Tuner::pick(const algo::CollArgs& args, const ProtoContexts& ctxs, bool d
 }
 
 Tuner::CacheKey Tuner::keyOf(const algo::CollArgs& args, const ProtoContexts& ctxs) {
-  CacheKey k{args.type, args.count, args.dtype, args.op, args.root, args.sendbuf == args.recvbuf, {}, {}, {}, {}, {}};
+  CacheKey k{args.type, args.count, args.dtype, args.op, args.root, args.sendbuf == args.recvbuf, {}, {}, {}, {}, {}, {}};
   for (size_t p = 0; p < ctxs.size(); ++p) {
     k.present[p] = ctxs[p] != nullptr;
     k.nranks[p] = ctxs[p] ? ctxs[p]->nranks : 0;
     k.chunk[p] = ctxs[p] ? ctxs[p]->chunkBytes : 0;
     k.singleHost[p] = ctxs[p] && ctxs[p]->singleHost;
     k.hosts[p] = ctxs[p] ? ctxs[p]->hosts : nullptr;
+    k.copiesInProcess[p] = ctxs[p] && ctxs[p]->peerCopiesInProcess;
   }
   return k;
 }

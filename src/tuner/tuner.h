@@ -74,7 +74,8 @@ class Tuner {
   std::vector<Choice> shortlist(const algo::CollArgs& args, const ProtoContexts& ctxs) const;
 
   // Predicted time of one algorithm (index into `algorithms`) and protocol.
-  double predict(size_t algorithm, transport::Protocol proto, double bytes, double chunkBytes) const;
+  double predict(size_t algorithm, transport::Protocol proto, double bytes, double chunkBytes,
+                 bool copiesInProcess = false) const;
   // The same for a call in `ctx`: across hosts (ctx.hosts with two or more)
   // the multi-host model (multi_host_cost.h), else predict().
   double predictIn(size_t algorithm, transport::Protocol proto, double bytes, const algo::AlgoContext& ctx) const;
@@ -116,6 +117,7 @@ class Tuner {
     size_t chunk[transport::kNumProtocols];
     bool singleHost[transport::kNumProtocols];
     const algo::HostLayout* hosts[transport::kNumProtocols];
+    bool copiesInProcess[transport::kNumProtocols];
     bool operator==(const CacheKey&) const = default;
   };
   struct CacheEntry {

@@ -149,7 +149,9 @@ allreduce  window  simple  2  1.0  7.5  8
 # (1 MiB 184 vs 95-98 us, 213 vs 149), and at 4-64 MiB it led in one run
 # (4 MiB 1370 vs 1567, 16 MiB 4832 vs 5688) and trailed in the other (4 MiB
 # 1148 vs 832, 16 MiB 5101 vs 3496). So at 2 ranks its bytes are priced at
-# 6 GB/s, which leaves the pick to the tree at every size.
+# 6 GB/s, which leaves the pick to the tree at every size. These lines
+# price copies between processes; between threads of one process they are
+# memcpy, which the cost function prices lower (cost_formulas.cc).
 allreduce  direct  simple  *  10   0.8  8
 allreduce  direct  simple  2  1.5  6    8
 

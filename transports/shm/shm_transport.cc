@@ -271,9 +271,10 @@ Status ShmTransport::connect(const SetupContext& ctx, const std::vector<int>& pe
     windows_ = std::make_unique<ShmWindows>(ctx.rank, windowViews_);
     if (ctx.config->shmSingleCopy) windows_->enablePeerCopies();
     LOOM_INFO(ctx.log, kSubsysTransport, "shm: direct copies with peers' buffers %s",
-              windows_->peerCopies() ? "work (process_vm_readv)"
-                                     : ctx.config->shmSingleCopy ? "refused by the kernel (windows only)"
-                                                                 : "off (LOOM_SHM_SINGLE_COPY=0)");
+              windows_->peerCopiesInProcess() ? "work (memcpy: every peer is a thread of this process)"
+              : windows_->peerCopies()         ? "work (process_vm_readv with peers in other processes)"
+              : ctx.config->shmSingleCopy      ? "refused by the kernel (windows only)"
+                                               : "off (LOOM_SHM_SINGLE_COPY=0)");
   }
   connected_ = true;
   return Status::ok();

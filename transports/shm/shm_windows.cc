@@ -147,6 +147,13 @@ void ShmWindows::enablePeerCopies() {
   peerCopies_ = true;
 }
 
+bool ShmWindows::peerCopiesInProcess() const {
+  if (!peerCopies_) return false;
+  for (int pid : pids_)
+    if (pid != 0) return false;
+  return true;
+}
+
 void* ShmWindows::syncKey(int rank) const {
   if (!peerCopies_ || pids_[rank] != 0) return nullptr;  // another process: TSan sees neither side
   return reinterpret_cast<void*>(views_[rank].control->ownerAddress);

@@ -41,6 +41,7 @@ class ShmWindows final : public SharedWindows {
   // read back through it once, here, rather than assumed.
   void enablePeerCopies();
   bool peerCopies() const override { return peerCopies_; }
+  bool peerCopiesInProcess() const override;
   Status readPeer(int rank, void* local, const void* remote, size_t bytes) override;
   Status writePeer(int rank, const void* local, void* remote, size_t bytes) override;
 

@@ -116,25 +116,36 @@ TEST(TunerChoice, SharedWindowsTakeTheMidSizesWhenRanksOutnumberCores) {
     EXPECT_NE(chooseWith(2, bytes, true), "window/Simple") << bytes;
 }
 
-// With direct copies between the ranks' buffers as well, at 2 ranks the
-// tree stays the pick from 512 KiB: with the ranks started on cores of
-// their own, direct took 1.4-2x its time at 64 KiB-1 MiB and traded places
-// with it above (tuning_defaults.cc). Copies or not, the choice is the same.
-TEST(TunerChoice, DirectCopiesLeaveTheTreeInPlaceAtTwoRanks) {
+// With direct copies between the ranks' buffers as well: between processes
+// (system calls) the tree stays the pick at 2 ranks from 512 KiB, as without
+// the copies: with the ranks started on cores of their own, direct took
+// 1.4-2x its time at 64 KiB-1 MiB (tuning_defaults.cc). Between threads of
+// one process (memcpy) direct led every algorithm from 64 KiB to 4 MiB at 2
+// and 4 ranks, and lost its lead at 16 MiB (cost_formulas.cc).
+TEST(TunerChoice, DirectCopiesWinBetweenThreadsNotBetweenProcesses) {
   UnusedWindows windows;
-  auto chooseWith = [&](size_t bytes, bool copies) {
-    Tuner tuner(builtinOptions(), 2, algo::allAlgorithms(), Logger(), nullptr);
-    Contexts ctx(2);
+  auto chooseWith = [&](int n, size_t bytes, bool copies, bool inProcess) {
+    Tuner tuner(builtinOptions(), n, algo::allAlgorithms(), Logger(), nullptr);
+    Contexts ctx(n);
     ctx.simple.windows = ctx.ll.windows = &windows;
     ctx.simple.peerCopies = ctx.ll.peerCopies = copies;
+    ctx.simple.peerCopiesInProcess = ctx.ll.peerCopiesInProcess = copies && inProcess;
     return nameOf(tuner.choose(callOf(CollType::kAllReduce, bytes), ctx.available()));
   };
   for (size_t bytes : {size_t{512} << 10, size_t{1} << 20, size_t{4} << 20, size_t{64} << 20}) {
-    EXPECT_EQ(chooseWith(bytes, true), "tree/Simple") << bytes;
-    EXPECT_EQ(chooseWith(bytes, false), "tree/Simple") << bytes;
+    EXPECT_EQ(chooseWith(2, bytes, true, false), "tree/Simple") << bytes;
+    EXPECT_EQ(chooseWith(2, bytes, false, false), "tree/Simple") << bytes;
   }
   for (size_t bytes : {size_t{8}, size_t{1024}, size_t{64} << 10})
-    EXPECT_EQ(chooseWith(bytes, true), chooseWith(bytes, false)) << bytes;
+    EXPECT_EQ(chooseWith(2, bytes, true, false), chooseWith(2, bytes, false, false)) << bytes;
+  EXPECT_EQ(chooseWith(2, size_t{64} << 20, true, true), "tree/Simple");
+  for (int n : {2, 4}) {
+    for (size_t bytes : {size_t{64} << 10, size_t{256} << 10, size_t{1} << 20, size_t{4} << 20})
+      EXPECT_EQ(chooseWith(n, bytes, true, true), "direct/Simple") << n << " ranks, " << bytes;
+    // Above 4 MiB both kinds of copy are priced alike.
+    EXPECT_EQ(chooseWith(n, size_t{64} << 20, true, true), chooseWith(n, size_t{64} << 20, true, false)) << n;
+    EXPECT_NE(chooseWith(n, 8, true, true), "direct/Simple") << n << " ranks";
+  }
 }
 
 // A phase end waits for every peer: on 16 cores, at 8 and 16 ranks, the

@@ -243,6 +243,7 @@ TEST(ShmWindows, DirectCopiesBetweenProcesses) {
     if (Status s = w.arrive(1, waitFor(30)); !s.isOk()) return "arrive 1: " + s.message();
     w.enablePeerCopies();  // both owners are published now
     if (!w.peerCopies()) return "rank " + std::to_string(self) + ": no direct copies with the other process";
+    if (w.peerCopiesInProcess()) return "rank " + std::to_string(self) + ": copies with another process taken for memcpy";
     const int peer = 1 - self;
     uint64_t theirs = 0;
     std::memcpy(&theirs, w.of(peer), sizeof theirs);
@@ -296,11 +297,13 @@ TEST(ShmWindows, NoDirectCopiesWhereTheOwnerCannotBeRead) {
   ShmWindows w = windows.make(0);
   w.enablePeerCopies();
   EXPECT_TRUE(w.peerCopies());
+  EXPECT_TRUE(w.peerCopiesInProcess()) << "both blocks are owned by this process";
 
   WindowControl elsewhere;  // a block that does not record itself
   second.ownerAddress = reinterpret_cast<uintptr_t>(&elsewhere);
   w.enablePeerCopies();
   EXPECT_FALSE(w.peerCopies());
+  EXPECT_FALSE(w.peerCopiesInProcess());
   EXPECT_EQ(w.readPeer(1, &first, &second, 8).code(), Code::kInternalError);
   second.ownerAddress = 4096;  // nothing mapped there
   w.enablePeerCopies();
