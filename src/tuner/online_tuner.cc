@@ -136,8 +136,12 @@ size_t OnlineTuner::candidatesFor(double bytes) {
   // and which one leads depends on the machine's state (on one 2-core VM the
   // window led the ring by 11-24% in some runs and trailed it by 7-49% in
   // others): two would leave the ring untimed. A call there costs at most a
-  // few ms, so a third candidate adds little to an exploration.
-  if (bytes < (4 << 20)) return 3;
+  // few ms, so a third candidate adds little to an exploration. A fourth:
+  // at 2 ranks the model ranks the tree, the ring and halving-doubling
+  // (the ring's exchange there) within 1% and the direct all-reduce next,
+  // and direct is the one that holds up when the machine slows the others
+  // down (tuning_defaults.cc).
+  if (bytes < (4 << 20)) return 4;
   return 2;
 }
 

@@ -148,7 +148,7 @@ class OnlineTuner {
   // far (x the model's pick) a prediction may be to be one. Small calls are
   // cheap to time often and the model is least sure there (at 4 ranks on 2
   // cores it put the tree at 2.1x hd at 128 KiB, where the tree was fastest
-  // in some runs); 1-4 MiB calls the three best, larger ones the two best
+  // in some runs); 1-4 MiB calls the four best, larger ones the two best
   // predictions.
   static int callsPerTurnFor(double bytes);
   static size_t candidatesFor(double bytes);

@@ -131,7 +131,7 @@ allreduce  rd  simple  4  9.6  0.8
 # three runs) the ring led at 1 MiB in all three (314 vs window 463, 282 vs
 # 420, 514 vs 548 us) and the window at 256 KiB by a few percent: the two
 # swap with the machine's state, so from 1 MiB the online tuner times the
-# three best predictions (window, direct, ring) rather than two.
+# four best predictions (at 4 ranks window, direct, ring and one more).
 allreduce  window  simple  *  10   0.8  8
 allreduce  window  simple  2  1.0  7.5  8
 
@@ -148,12 +148,17 @@ allreduce  window  simple  2  1.0  7.5  8
 # rounds, two runs) direct took 1.4-2x the tree's time at 64 KiB-1 MiB
 # (1 MiB 184 vs 95-98 us, 213 vs 149), and at 4-64 MiB it led in one run
 # (4 MiB 1370 vs 1567, 16 MiB 4832 vs 5688) and trailed in the other (4 MiB
-# 1148 vs 832, 16 MiB 5101 vs 3496). So at 2 ranks its bytes are priced at
-# 6 GB/s, which leaves the pick to the tree at every size. These lines
-# price copies between processes; between threads of one process they are
-# memcpy, which the cost function prices lower (cost_formulas.cc).
+# 1148 vs 832, 16 MiB 5101 vs 3496). This VM also has a slow mode, lasting
+# from a fraction of a second to minutes, in which the tree and the ring at
+# 1 MiB take 240-450 us and direct, whose kernel copies do not hand cache
+# lines back and forth, 170-210 (docs/performance.md). So at 2 ranks its
+# bytes are priced at 7.7 GB/s: never the model's pick, yet close enough
+# behind the tree, the ring and halving-doubling to be the fourth candidate
+# the online tuner times at 1-4 MiB. These lines price copies between
+# processes; between threads of one process they are memcpy, which the
+# cost function prices lower (cost_formulas.cc).
 allreduce  direct  simple  *  10   0.8  8
-allreduce  direct  simple  2  1.5  6    8
+allreduce  direct  simple  2  1.5  7.7  8
 
 # Halving-doubling changes partner every step; at 4 ranks its large-buffer
 # times were 2-10x the ring's (1 MiB: 13.8 ms vs 1.6 ms). At 128 KiB,

@@ -263,19 +263,21 @@ TEST(OnlineTuner, LargeCallsExploreTheTwoBestPredictions) {
   EXPECT_EQ(slot->candidates().size(), 2u);
 }
 
-TEST(OnlineTuner, MiBCallsExploreTheThreeBestPredictions) {
+TEST(OnlineTuner, MiBCallsExploreTheFourBestPredictions) {
   OnlineTuner tuner;
   auto close = [] {
     return std::vector<Choice>{{&kA, transport::Protocol::kSimple, 100},
                                {&kB, transport::Protocol::kSimple, 100},
                                {&kC, transport::Protocol::kSimple, 103},
-                               {&kA, transport::Protocol::kLL, 104}};
+                               {&kA, transport::Protocol::kLL, 104},
+                               {&kB, transport::Protocol::kLL, 105}};
   };
   OnlineSlot* slot =
       tuner.slotFor({algo::CollType::kAllReduce, 1 << 18, DataType::kFloat32, RedOp::kSum, 0}, 1.0 * (1 << 20), close);
   ASSERT_NE(slot, nullptr);
-  ASSERT_EQ(slot->candidates().size(), 3u);
+  ASSERT_EQ(slot->candidates().size(), 4u);
   EXPECT_EQ(slot->candidates()[2].algorithm, &kC);
+  EXPECT_EQ(slot->candidates()[3].proto, transport::Protocol::kLL);
   OnlineSlot* larger =
       tuner.slotFor({algo::CollType::kAllReduce, 1 << 20, DataType::kFloat32, RedOp::kSum, 0}, 4.0 * (1 << 20), close);
   ASSERT_NE(larger, nullptr);
