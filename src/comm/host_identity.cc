@@ -42,7 +42,8 @@ transport::PeerInfo localPeerInfo(int rank, const std::string& hostId) {
     info.hostHash = fnv1a(hostId, fnv1a("LOOM_HOST_ID"));
     return info;
   }
-  std::snprintf(info.hostName, sizeof(info.hostName), "%s", host);  // truncates long names
+  // Long names are cut to the field; the precision says so to the compiler.
+  std::snprintf(info.hostName, sizeof(info.hostName), "%.*s", static_cast<int>(sizeof(info.hostName) - 1), host);
   info.hostHash = fnv1a(bootId(), fnv1a(host));
   return info;
 }

@@ -39,7 +39,8 @@ TEST(ParserHardening, ChunkSizeThatWrapsOrIsNegativeKeepsTheDefault) {
 // Tuning file: a NUL (or other control byte) in an algorithm name was
 // accepted, and toText() then printed a different, shorter name.
 TEST(ParserHardening, TuningFileRejectsControlBytesInAlgorithmNames) {
-  const std::string text = std::string("allreduce ri") + '\0' + "ng simple 4 1 1\n";
+  constexpr char kWithNul[] = "allreduce ri\0ng simple 4 1 1\n";
+  const std::string text(kWithNul, sizeof(kWithNul) - 1);
   Result<tuner::TuningTable> t = tuner::TuningTable::parse(text, "t.txt");
   ASSERT_FALSE(t.isOk());
   EXPECT_TRUE(contains(t.status().message(), "t.txt:1: algorithm name in field 2 has a non-printable byte 0x00"))

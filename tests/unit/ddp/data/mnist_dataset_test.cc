@@ -189,7 +189,7 @@ TEST_F(MnistDatasetTest, LabelOutOfRangeIsReported) {
 
 TEST(FashionMnist, RealDataSetLoads) {
   std::string dir = kDefaultFashionMnistDir;
-  if (!std::filesystem::exists(dir + "/train-images-idx3-ubyte.gz")) {
+  if (!std::filesystem::exists(std::filesystem::path(dir) / "train-images-idx3-ubyte.gz")) {
     GTEST_SKIP() << "Fashion-MNIST not installed in " << dir
                  << " (Debian package dataset-fashion-mnist; scripts/setup.sh installs it)";
   }

@@ -62,7 +62,12 @@ std::string ownAffinity() {
 }
 
 std::string loomrun(const std::string& args) {
-  return std::string(LOOMRUN_PATH) + " --tag-output " + args + " " + PRINT_AFFINITY_PATH;
+  std::string command = LOOMRUN_PATH;
+  command += " --tag-output ";
+  command += args;
+  command += " ";
+  command += PRINT_AFFINITY_PATH;
+  return command;
 }
 
 // The hardware threads of `cpu`'s core, from sysfs ("0-1" or "0,4").
@@ -163,7 +168,7 @@ TEST_F(LoomrunBindTest, VerbosePrintsTheBindingPerRank) {
 }
 
 TEST_F(LoomrunBindTest, UnknownModeIsAUsageError) {
-  RunResult r = run(std::string(LOOMRUN_PATH) + " --bind socket -n 2 true");
+  RunResult r = run(LOOMRUN_PATH " --bind socket -n 2 true");
   EXPECT_TRUE(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 2) << r.output;
   EXPECT_NE(r.output.find("option '--bind' expects none, core or numa, got 'socket'"), std::string::npos) << r.output;
 }
