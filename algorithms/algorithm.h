@@ -94,12 +94,19 @@ constexpr ProtocolSet kEveryProtocol = (1u << transport::kNumProtocols) - 1;
 // this rank's input), and `finish` the rest; post then finish computes what
 // `run` does. Between the two, `peersPosted` tells without waiting whether
 // every peer has done its own post, so that `finish` waits only for peers
-// that are inside this collective. `post` sets *posted false, having done
-// nothing, when it cannot start without waiting (a link still full from the
-// last collective): the caller then runs the whole algorithm later.
+// that are inside this collective. `post` sets *posted to kNothing, having
+// done nothing, when it cannot start without waiting (a link still full from
+// the last collective): the caller then runs the whole algorithm later.
+//
+// kOnBulletin: the post went to ctx.bulletin, whose own peersPosted() then
+// gives peersPosted's answer. A caller polling in a tight loop asks the
+// bulletin directly: each poll is part of the hand-off's latency, and the
+// split's answer costs two indirect calls and a size check more per poll.
+enum class SplitPosted { kNothing, kOnLinks, kOnBulletin };
+
 struct SplitRun {
   bool (*applies)(const CollArgs& args, const AlgoContext& ctx);
-  Status (*post)(const CollArgs& args, const AlgoContext& ctx, bool* posted);
+  Status (*post)(const CollArgs& args, const AlgoContext& ctx, SplitPosted* posted);
   bool (*peersPosted)(const CollArgs& args, const AlgoContext& ctx);
   CollFn finish;
 };

@@ -52,12 +52,12 @@ bool splitApplies(const CollArgs& args, const AlgoContext& ctx) {
   return fitsBulletin(args, ctx) || args.count * dataTypeSize(args.dtype) <= ctx.chunkBytes;
 }
 
-Status splitPost(const CollArgs& args, const AlgoContext& ctx, bool* posted) {
-  *posted = false;
+Status splitPost(const CollArgs& args, const AlgoContext& ctx, SplitPosted* posted) {
+  *posted = SplitPosted::kNothing;
   const size_t bytes = args.count * dataTypeSize(args.dtype);
   if (fitsBulletin(args, ctx)) {
     LOOM_TRY(ctx.bulletin->post(args.sendbuf, bytes));
-    *posted = true;
+    *posted = SplitPosted::kOnBulletin;
     return Status::ok();
   }
   // Every peer's slot first: a link the last collective left full would make
@@ -73,7 +73,7 @@ Status splitPost(const CollArgs& args, const AlgoContext& ctx, bool* posted) {
     ctx.links->sendTo((r + k) % n).commit(bytes);
   }
   countProgress(ctx, static_cast<uint64_t>(n - 1));
-  *posted = true;
+  *posted = SplitPosted::kOnLinks;
   return Status::ok();
 }
 

@@ -63,15 +63,16 @@ bool splitApplies(const CollArgs& args, const AlgoContext& ctx) {
   return ctx.nranks == 2 && args.count > 0 && args.count * dataTypeSize(args.dtype) <= ctx.chunkBytes;
 }
 
-Status splitPost(const CollArgs& args, const AlgoContext& ctx, bool* posted) {
+Status splitPost(const CollArgs& args, const AlgoContext& ctx, SplitPosted* posted) {
   const size_t bytes = args.count * dataTypeSize(args.dtype);
   transport::SendConnection& link = ctx.links->sendTo(1 - ctx.rank);
   std::byte* slot = nullptr;
-  *posted = link.tryAcquire(&slot);  // a slot still held by the last collective: nothing is sent
-  if (!*posted) return Status::ok();
+  *posted = SplitPosted::kNothing;
+  if (!link.tryAcquire(&slot)) return Status::ok();  // a slot still held by the last collective: nothing is sent
   std::memcpy(slot, args.sendbuf, bytes);
   link.commit(bytes);
   countProgress(ctx, 1);
+  *posted = SplitPosted::kOnLinks;
   return Status::ok();
 }
 

@@ -95,8 +95,9 @@ class RecvConnection {
 class Bulletin {
  public:
   virtual ~Bulletin() = default;
-  // The largest message, in bytes.
-  virtual size_t capacity() const = 0;
+  // The largest message, in bytes: fixed at creation, and asked on every
+  // small collective's path (so no virtual call).
+  size_t capacity() const { return capacity_; }
   // Starts the next round by publishing `bytes` (<= capacity()) of `data`.
   virtual Status post(const void* data, size_t bytes) = 0;
   // Waits for `peer`'s message of the round this rank posted last and copies
@@ -110,6 +111,12 @@ class Bulletin {
   virtual void announceStart(uint64_t seq) = 0;
   // Whether every peer has announced `seq` or later.
   virtual bool peersStarted(uint64_t seq) const = 0;
+
+ protected:
+  explicit Bulletin(size_t capacity) : capacity_(capacity) {}
+
+ private:
+  size_t capacity_;
 };
 
 // Plain shared memory among every rank of the communicator, for algorithms

@@ -19,8 +19,8 @@ loomResult_t submit(const char* call, loomComm_t comm, loomStream_t stream, cons
       return loom::api::fail(ref, loom::makeError(Code::kInvalidArgument, "%s on rank %d: stream %p is not a live stream",
                                                   call, comm->impl->rank(), static_cast<void*>(stream)));
     // The host executor cannot run inside a CUDA graph (Stream::requireNotCapturing);
-    // the device engine's kernels can.
-    if (stream) {
+    // the device engine's kernels can. A host stream has no capture to ask about.
+    if (stream && stream->impl.device()) {
       if (Status capture = stream->impl.requireNotCapturing(call, comm->impl->rank());
           !capture.isOk() && !comm->impl->engineTakes(args, &stream->impl))
         return loom::api::fail(ref, capture);

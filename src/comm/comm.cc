@@ -401,7 +401,10 @@ void Communicator::recordError(const Status& status) {
 
 Status Communicator::enqueue(const algo::CollArgs& args, Stream* stream) {
   if (!stream) return runner_.runBlocking(args);
-  if (Status engine; enqueueOnEngine(args, stream, &engine)) return engine;
+  // Only a CUDA-bound stream can take the engine's path; a host stream goes
+  // straight on (a small call here costs a fraction of a microsecond).
+  if (stream->device())
+    if (Status engine; enqueueOnEngine(args, stream, &engine)) return engine;
   if (runner_.runInline(args, *stream)) return Status::ok();
   stream->waitForRoom();
   (void)runner_.enqueueAsync(args, stream);

@@ -262,8 +262,13 @@ bool OpRunner::runInline(const algo::CollArgs& args, Stream& stream) {
     if (turn.owns_lock()) turn.unlock();
     if (!idleSoon(stream, &turn)) return false;
   }
-  if (!alone) {
-    if (runSplit(args, stream)) return true;
+  if (!alone && runSplit(args, stream)) return true;
+  return runInlineWhole(args, stream);
+}
+
+bool OpRunner::runInlineWhole(const algo::CollArgs& args, Stream& stream) {
+  Communicator& c = comm_;
+  if (c.nranks_ > 1) {
     // steps() announces the same number again if the op goes to the worker.
     const uint64_t seq = collectivesStarted_ + 1;
     c.bulletin_->announceStart(seq);
@@ -303,14 +308,14 @@ bool OpRunner::runSplit(const algo::CollArgs& args, Stream& stream) {
   const algo::SplitRun* split = memo.split;
   algo::AlgoContext& ctx = memo.context;
   ctx.wait.deadline = Deadline::afterCoarse(now, c.config_.timeoutSeconds);
-  bool posted = false;
+  algo::SplitPosted posted = algo::SplitPosted::kNothing;
   const uint64_t seq = collectivesStarted_ + 1;
   c.bulletin_->announceStart(seq);
   if (Status s = split->post(args, ctx, &posted); !s.isOk()) {
     // Refused before any data moved (the bulletin's own checks): the run reports it.
     return false;
   }
-  if (!posted) return false;  // a link still full: the whole run goes to the worker
+  if (posted == algo::SplitPosted::kNothing) return false;  // a link still full: the whole run goes to the worker
   collectivesStarted_ = seq;
   // What steps() records before the algorithm's body (the one-step record,
   // the last algorithm), done now, while the peers' posts are in flight: a
@@ -324,7 +329,12 @@ bool OpRunner::runSplit(const algo::CollArgs& args, Stream& stream) {
                                  transport::protocolName(memo.choice.proto), now);
   r.recorded = true;
   r.startNs = now;
-  if (peersSoon([&] { return split->peersPosted(args, ctx); })) {
+  // The poll is on the hand-off's path: the bulletin's own check when the
+  // post went there (algorithm.h's SplitPosted).
+  const transport::Bulletin* bulletin = posted == algo::SplitPosted::kOnBulletin ? ctx.bulletin : nullptr;
+  const bool peersIn = bulletin ? peersSoon([bulletin] { return bulletin->peersPosted(); })
+                                : peersSoon([&] { return split->peersPosted(args, ctx); });
+  if (peersIn) {
     if (memo.online) memo.online->countSettledCall();
     Status status = runAlgorithm(r, args, memo.choice, ctx, nullptr, false);
     endOneStepRecord(r, status);

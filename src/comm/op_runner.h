@@ -95,10 +95,15 @@ class OpRunner {
   // LOOM_ASYNC_INLINE_US, or hands the finish to the worker. False: nothing
   // was posted.
   bool runSplit(const algo::CollArgs& args, Stream& stream);
+  // The rest of runInline, the executor's turn held, for a rank alone or an
+  // algorithm without a split run: the whole run on the caller's thread once
+  // every peer has announced the collective. Kept out of runInline, whose
+  // frame is on every small stream call's path.
+  [[gnu::noinline]] bool runInlineWhole(const algo::CollArgs& args, Stream& stream);
   // Whether `stream` and the executor become idle within LOOM_ASYNC_INLINE_US
   // (only small ops still on the stream); then *turn owns the executor's
   // inline turn.
-  bool idleSoon(Stream& stream, std::unique_lock<std::mutex>* turn);
+  [[gnu::noinline]] bool idleSoon(Stream& stream, std::unique_lock<std::mutex>* turn);
   // More unfinished calls than this on the stream, all small: idleSoon
   // sleeps on the newest instead of polling.
   static constexpr size_t kBacklogToSleepOn = 2;

@@ -21,13 +21,20 @@ bool validView(const BulletinView& v) {
          v.stride >= (1 + v.capacity / kLLPayloadPerLine) * kLLLineBytes && v.flagPeriod > kBulletinBuffers;
 }
 
+// This rank's message capacity; 0 for a rank outside its views (a misuse).
+size_t ownCapacity(int selfRank, const std::vector<BulletinView>& views) {
+  return selfRank >= 0 && selfRank < static_cast<int>(views.size()) ? static_cast<size_t>(views[selfRank].capacity)
+                                                                     : 0;
+}
+
 }  // namespace
 
 ShmBulletin::ShmBulletin(int selfRank, std::vector<BulletinView> views)
-    : selfRank_(selfRank), views_(std::move(views)), readIn_(views_.size(), 0) {
+    : Bulletin(ownCapacity(selfRank, views)), selfRank_(selfRank), views_(std::move(views)),
+      readIn_(views_.size(), 0) {
   const int n = static_cast<int>(views_.size());
   if (selfRank_ < 0 || selfRank_ >= n) {
-    // capacity() reads views_[selfRank_]: keep one harmless entry to read.
+    // Every later call fails on misuse_; one harmless entry keeps any index in range.
     misuse_ = makeError(Code::kInternalError, "shm bulletin: rank %d outside its %d views", selfRank_, n);
     views_.assign(1, BulletinView{});
     readIn_.assign(1, 0);
@@ -43,7 +50,9 @@ ShmBulletin::ShmBulletin(int selfRank, std::vector<BulletinView> views)
   // Fresh buffers are zero (flag 0, never valid): as good as a full write
   // in the first round that uses each.
   for (uint32_t b = 0; b < kBulletinBuffers; ++b) fullWrite_[b] = b;
-  for (int r = 0; r < n; ++r) peers_ += r != selfRank_ && views_[r].control != nullptr ? 1 : 0;
+  for (int r = 0; r < n; ++r)
+    if (r != selfRank_ && views_[r].control != nullptr) awaited_.push_back({.rank = r});
+  peers_ = static_cast<int>(awaited_.size());
 }
 
 Status ShmBulletin::post(const void* data, size_t bytes) {
@@ -85,6 +94,11 @@ Status ShmBulletin::post(const void* data, size_t bytes) {
     fullWrite = round;
   }
   own.control->posted.notify();
+  for (AwaitedHeader& peer : awaited_) {
+    const BulletinView& view = views_[peer.rank];
+    peer.line = bufferLines(view, round);
+    peer.flag = llFlagFor(round, view.flagPeriod);
+  }
   rounds_ = round + 1;
   unread_ = peers_;
   return Status::ok();
@@ -163,15 +177,12 @@ Status ShmBulletin::read(int peer, void* out, size_t bytes, const WaitContext& w
 }
 
 bool ShmBulletin::peersPosted() const {
-  if (!misuse_.isOk() || rounds_ == 0) return false;
-  const uint64_t round = rounds_ - 1;
-  for (int r = 0; r < static_cast<int>(views_.size()); ++r) {
-    const BulletinView& view = views_[r];
-    if (r == selfRank_ || view.control == nullptr) continue;
+  // No round posted (or a misused bulletin, which never posts): no answer yet.
+  if (rounds_ == 0) return false;
+  for (const AwaitedHeader& peer : awaited_) {
     // The header line is stored first: its flag says the peer is in the round.
-    const uint64_t header =
-        std::atomic_ref<uint64_t>(bufferLines(view, round)[0]).load(std::memory_order_acquire);
-    if (llLineFlag(header) != llFlagFor(round, view.flagPeriod)) return false;
+    const uint64_t header = std::atomic_ref<uint64_t>(*peer.line).load(std::memory_order_acquire);
+    if (llLineFlag(header) != peer.flag) return false;
   }
   return true;
 }

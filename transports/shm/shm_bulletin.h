@@ -42,7 +42,6 @@ class ShmBulletin final : public Bulletin {
   // (read); a peer whose view has no control block cannot be read.
   ShmBulletin(int selfRank, std::vector<BulletinView> views);
 
-  size_t capacity() const override { return static_cast<size_t>(views_[selfRank_].capacity); }
   Status post(const void* data, size_t bytes) override;
   Status read(int peer, void* out, size_t bytes, const WaitContext& wait) override;
   bool peersPosted() const override;
@@ -57,6 +56,16 @@ class ShmBulletin final : public Bulletin {
   int peers_ = 0;                // views with a bulletin, other than our own
   std::vector<uint64_t> readIn_; // per rank: 1 + the last round read from it (0: none)
   uint64_t fullWrite_[kBulletinBuffers];        // per buffer: the last round that wrote all its lines
+  // Per peer with a bulletin: where its header line of the round this rank
+  // posted last lies, and the flag it carries once written. Set by post():
+  // callers poll peersPosted in tight loops, where recomputing them (a
+  // 64-bit division per peer) would lengthen every poll.
+  struct AwaitedHeader {
+    int rank = -1;
+    uint64_t* line = nullptr;  // in the peer's segment, read only
+    uint32_t flag = 0;
+  };
+  std::vector<AwaitedHeader> awaited_;
   Status misuse_;
 };
 

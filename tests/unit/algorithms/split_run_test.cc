@@ -2,8 +2,9 @@
 // the bulletin, recursive doubling at two ranks), as a caller that must not
 // wait for its peers uses them: post, poll peersPosted, finish. The result
 // must be the full run's bits (the left fold in rank order); peersPosted must
-// stay false until every peer has posted; a post that would wait for a link
-// still full sends nothing.
+// stay false until every peer has posted, and so must the bulletin's own
+// answer where the post says it went to the bulletin (OpRunner polls that
+// one); a post that would wait for a link still full sends nothing.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -26,15 +27,19 @@ using testing::HeapBulletins;
 // The bulletins of the test running now (runAllReduce takes a plain function).
 const HeapBulletins* gBulletins = nullptr;
 
-// Post, poll until every peer has posted, finish; a refused post (or a call
-// the split does not apply to) falls back to the full run, as OpRunner does.
+// Post, poll until every peer has posted (the bulletin's answer when the post
+// went there), finish; a refused post (or a call the split does not apply to)
+// falls back to the full run, as OpRunner does.
 Status splitOrFull(const SplitRun& split, CollFn full, const CollArgs& args, const AlgoContext& ctx) {
   if (!split.applies(args, ctx)) return full(args, ctx);
-  bool posted = false;
+  SplitPosted posted = SplitPosted::kNothing;
   LOOM_TRY(split.post(args, ctx, &posted));
-  if (!posted) return full(args, ctx);
+  if (posted == SplitPosted::kNothing) return full(args, ctx);
+  auto peersPosted = [&] {
+    return posted == SplitPosted::kOnBulletin ? ctx.bulletin->peersPosted() : split.peersPosted(args, ctx);
+  };
   const auto giveUp = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (!split.peersPosted(args, ctx)) {
+  while (!peersPosted()) {
     if (std::chrono::steady_clock::now() > giveUp) return makeError(Code::kTimeout, "peers never posted");
     std::this_thread::yield();
   }
@@ -131,9 +136,9 @@ struct Steps {
 
 transport::Bulletin* bulletinOfTest(int rank) { return gBulletins->of(rank); }
 
-// Every rank posts in turn; until the last one has, no rank sees its peers
-// posted. Then every rank finishes with the sum.
-void expectPostedOnlyOnceAllPosted(const SplitRun& split, Steps& steps, size_t count) {
+// Every rank posts in turn, where `where` says; until the last one has, no
+// rank sees its peers posted. Then every rank finishes with the sum.
+void expectPostedOnlyOnceAllPosted(const SplitRun& split, Steps& steps, size_t count, SplitPosted where) {
   const int n = static_cast<int>(steps.ctxs.size());
   std::vector<std::vector<int32_t>> in(n), out(n, std::vector<int32_t>(count, -1));
   for (int r = 0; r < n; ++r) in[r].assign(count, r + 1);
@@ -142,11 +147,15 @@ void expectPostedOnlyOnceAllPosted(const SplitRun& split, Steps& steps, size_t c
   };
   for (int r = 0; r < n; ++r) {
     ASSERT_TRUE(split.applies(args(r), steps.ctxs[r])) << "rank " << r;
-    bool posted = false;
+    SplitPosted posted = SplitPosted::kNothing;
     ASSERT_TRUE(split.post(args(r), steps.ctxs[r], &posted).isOk());
-    ASSERT_TRUE(posted) << "rank " << r;
-    for (int q = 0; q <= r; ++q)
+    ASSERT_EQ(static_cast<int>(posted), static_cast<int>(where)) << "rank " << r;
+    for (int q = 0; q <= r; ++q) {
       EXPECT_EQ(split.peersPosted(args(q), steps.ctxs[q]), r == n - 1) << "rank " << q << " after rank " << r << " posted";
+      if (where == SplitPosted::kOnBulletin)
+        EXPECT_EQ(steps.ctxs[q].bulletin->peersPosted(), r == n - 1)
+            << "the bulletin's answer, rank " << q << " after rank " << r << " posted";
+    }
   }
   for (int r = 0; r < n; ++r) ASSERT_TRUE(split.finish(args(r), steps.ctxs[r]).isOk()) << "rank " << r;
   for (int r = 0; r < n; ++r)
@@ -155,16 +164,16 @@ void expectPostedOnlyOnceAllPosted(const SplitRun& split, Steps& steps, size_t c
 
 TEST(SplitRun, PeersPostedOnlyOnceEveryPeerPostedOverLinks) {
   Steps oneShot(3);
-  expectPostedOnlyOnceAllPosted(kOneShotSplit, oneShot, 300);  // 1200 B: over the links, not the bulletin
+  expectPostedOnlyOnceAllPosted(kOneShotSplit, oneShot, 300, SplitPosted::kOnLinks);  // 1200 B: not the bulletin
   Steps rd(2);
-  expectPostedOnlyOnceAllPosted(kRecursiveDoublingSplit, rd, 300);
+  expectPostedOnlyOnceAllPosted(kRecursiveDoublingSplit, rd, 300, SplitPosted::kOnLinks);
 }
 
 TEST(SplitRun, PeersPostedOnlyOnceEveryPeerPostedOverTheBulletin) {
   HeapBulletins bulletins(4);
   gBulletins = &bulletins;
   Steps steps(4, bulletinOfTest);
-  for (int round = 0; round < 5; ++round) expectPostedOnlyOnceAllPosted(kOneShotSplit, steps, 5);
+  for (int round = 0; round < 5; ++round) expectPostedOnlyOnceAllPosted(kOneShotSplit, steps, 5, SplitPosted::kOnBulletin);
   gBulletins = nullptr;
 }
 
@@ -180,9 +189,9 @@ TEST(SplitRun, AFullLinkRefusesThePostAndSendsNothing) {
   }
   std::vector<int32_t> in(10, 1), out(10);
   CollArgs args{CollType::kAllReduce, in.data(), out.data(), in.size(), DataType::kInt32, RedOp::kSum, 0};
-  bool posted = true;
+  SplitPosted posted = SplitPosted::kOnLinks;
   ASSERT_TRUE(kOneShotSplit.post(args, steps.ctxs[0], &posted).isOk());
-  EXPECT_FALSE(posted);
+  EXPECT_EQ(static_cast<int>(posted), static_cast<int>(SplitPosted::kNothing));
   EXPECT_TRUE(steps.fabric.fifo(0, 1).committed.empty()) << "the post sent to rank 1 anyway";
   EXPECT_EQ(steps.fabric.fifo(0, 2).committed.size(), 2u);
 
@@ -192,9 +201,9 @@ TEST(SplitRun, AFullLinkRefusesThePostAndSendsNothing) {
     ASSERT_TRUE(toOne.tryAcquire(&slot));
     toOne.commit(4);
   }
-  posted = true;
+  posted = SplitPosted::kOnLinks;
   ASSERT_TRUE(kRecursiveDoublingSplit.post(args, pair.ctxs[0], &posted).isOk());
-  EXPECT_FALSE(posted);
+  EXPECT_EQ(static_cast<int>(posted), static_cast<int>(SplitPosted::kNothing));
   EXPECT_EQ(pair.fabric.fifo(0, 1).committed.size(), 2u);
 }
 
