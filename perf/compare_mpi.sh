@@ -83,6 +83,13 @@ for tool in loomrun all_reduce_perf; do
   fi
 done
 perf_base=$build/lib/libloom_perf_base.a
+# A build with CUDA compiled the harness's device buffers into perf_base: the
+# baselines built here from it link the CUDA runtime that build found.
+perf_libs=()
+if [[ -f $perf_base ]] && nm -u "$perf_base" 2>/dev/null | grep -q ' U cuda'; then
+  cudart=$(sed -n 's/^CUDA_cudart_LIBRARY:FILEPATH=//p' "$build/CMakeCache.txt" 2>/dev/null)
+  [[ -f $cudart ]] && perf_libs=("$cudart" -Wl,-rpath,"$(dirname "$cudart")")
+fi
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -135,7 +142,7 @@ if [[ ! -f $perf_base ]]; then
   absent[mpich]="$perf_base not found (build all_reduce_perf)"
 elif ! apt_have mpich libmpich-dev; then
   absent[mpich]="Debian's mpich/libmpich-dev are not installed and could not be"
-elif stale "$mpich_tool" "$mpi_source" "$perf_base" && ! mpicxx.mpich "${flags[@]}" "$mpi_source" "$perf_base" -o "$mpich_tool" >"$work/mpich.log" 2>&1; then
+elif stale "$mpich_tool" "$mpi_source" "$perf_base" && ! mpicxx.mpich "${flags[@]}" "$mpi_source" "$perf_base" "${perf_libs[@]}" -o "$mpich_tool" >"$work/mpich.log" 2>&1; then
   absent[mpich]="mpicxx.mpich failed: $(head -c 300 "$work/mpich.log")"
 fi
 
@@ -155,7 +162,7 @@ if [[ ! -x $venv/bin/mpiexec.hydra || ! -f $venv/include/mpi.h ]]; then
   absent[intelmpi]="PyPI's impi-rt/impi-devel are not installed in $venv and could not be: $(tail -c 300 "$work/impi.log" 2>/dev/null)"
 elif [[ ! -f $perf_base ]]; then
   absent[intelmpi]="$perf_base not found (build all_reduce_perf)"
-elif stale "$impi_tool" "$mpi_source" "$perf_base" && ! g++ "${flags[@]}" -I"$venv/include" "$mpi_source" "$perf_base" \
+elif stale "$impi_tool" "$mpi_source" "$perf_base" && ! g++ "${flags[@]}" -I"$venv/include" "$mpi_source" "$perf_base" "${perf_libs[@]}" \
     -L"$venv/lib" -Wl,-rpath,"$(cd "$venv/lib" && pwd)" -lmpi -o "$impi_tool" >"$work/impi_build.log" 2>&1; then
   absent[intelmpi]="building against Intel MPI failed: $(head -c 300 "$work/impi_build.log")"
 elif [[ $(LD_LIBRARY_PATH= ldd "$impi_tool" 2>&1) != *"$venv/lib/libmpi.so.12"* ]]; then
@@ -172,7 +179,7 @@ elif [[ -n ${absent[intelmpi]:-} ]]; then
 # lib/libccl.a is the SYCL build: link the CPU build's static library, with
 # oneccl_link_stubs.c for the Intel-compiler and ittnotify symbols it expects.
 elif stale "$ccl_tool" "$mpi_source" "$perf_base" "$stubs" && ! { gcc -O2 -c "$stubs" -o "$work/stubs.o" &&
-    g++ "${flags[@]}" -DLOOM_PERF_ONECCL -I"$venv/include" "$mpi_source" "$work/stubs.o" "$perf_base" "$ccl_lib" \
+    g++ "${flags[@]}" -DLOOM_PERF_ONECCL -I"$venv/include" "$mpi_source" "$work/stubs.o" "$perf_base" "${perf_libs[@]}" "$ccl_lib" \
       -L"$venv/lib" -Wl,-rpath,"$venv/lib" -lmpi -lhwloc -ldl -lpthread -o "$ccl_tool"; } >"$work/ccl_build.log" 2>&1; then
   absent[oneccl]="building against oneCCL failed: $(head -c 300 "$work/ccl_build.log")"
 fi
