@@ -20,6 +20,9 @@
 #      2 processes sharing the GPU (loomrun -n 2), 8 B .. 32 MiB; then the
 #      PyTorch backend built for this machine's torch (gpu_torch_build.py)
 #      and its CUDA-tensor check under torchrun (skipped without torch)
+#   4d. the host path's scaling, perf/host_scale.sh at 2, 4, 8 and 16 ranks on
+#      this machine's cores (GPU_CHECK_HOST_SCALE_RANKS changes the counts,
+#      GPU_CHECK_HOST_SCALE=0 skips it)
 #   5. compute-sanitizer memcheck, racecheck and synccheck over the GPU tests
 #      that passed in step 2 (said so when the tool is missing or refuses)
 # Then a table: step, status, seconds. A step whose timeout no longer fits in
@@ -230,6 +233,16 @@ if [[ ${GPU_CHECK_TORCH:-1} == 0 ]]; then
 elif step torch_build 180 plain python3 scripts/gpu_torch_build.py .gpu/lib "$torch_ext"; then
   step torch_cuda_2procs 120 skippable env PYTHONPATH="$torch_ext" \
     python3 tests/unit/bindings/torch/run_torchrun.py --probe 2 tests/unit/bindings/torch/cuda_check.py
+fi
+
+# 4d. The host path at 2-16 ranks on this machine's cores (perf/host_scale.sh):
+# a GPU machine is the only one with enough cores to time 16 ranks unshared.
+if [[ ${GPU_CHECK_HOST_SCALE:-1} == 0 ]]; then
+  record host_scale "SKIP (GPU_CHECK_HOST_SCALE=0)" 0
+else
+  read -ra scale_ranks <<<"${GPU_CHECK_HOST_SCALE_RANKS:-2 4 8 16}"
+  step host_scale 150 plain env HOST_SCALE_TIMEOUT_S=40 HOST_SCALE_LOGS="$logs/host_scale" \
+    perf/host_scale.sh .gpu/bin "${scale_ranks[@]}"
 fi
 
 # 5. compute-sanitizer over what passed, one run per binary and tool.
