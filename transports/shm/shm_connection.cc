@@ -4,12 +4,38 @@
 
 namespace loom::transport::shm {
 
+namespace {
+
+ChunkRing ringOf(const FifoView& fifo) {
+  return ChunkRing{.ringBytes = fifo.slotCount * fifo.slotStride,
+                   .chunkBytes = fifo.chunkBytes,
+                   .align = fifo.chunkBytes >= kPageBytes ? kPageBytes : kCacheLineBytes};
+}
+
+// Chunks are placed from the sizes of every chunk before them (chunk_ring.h),
+// so both ends must start on a FIFO nothing has gone through yet.
+Status requireFresh(const FifoControl& control, const char* side, int selfRank, int peerRank) {
+  const uint64_t head = control.head.load(std::memory_order_acquire);
+  const uint64_t tail = control.tail.load(std::memory_order_acquire);
+  if (head == 0 && tail == 0) return Status::ok();
+  return makeError(Code::kInternalError,
+                   "shm %s between ranks %d and %d: the FIFO was already used (head %llu, tail %llu) when this end "
+                   "attached",
+                   side, selfRank, peerRank, static_cast<unsigned long long>(head),
+                   static_cast<unsigned long long>(tail));
+}
+
+}  // namespace
+
 ShmSendConnection::ShmSendConnection(const FifoView& fifo, int selfRank, int peerRank)
-    : fifo_(fifo), selfRank_(selfRank), peerRank_(peerRank) {
-  // Counters start where the shared ones are (zero for a fresh segment).
-  head_ = fifo_.control->head.load(std::memory_order_relaxed);
-  tailSeen_ = fifo_.control->tail.load(std::memory_order_acquire);
-  slotIndex_ = static_cast<uint32_t>(head_ % fifo_.slotCount);
+    : fifo_(fifo), ring_(ringOf(fifo)), selfRank_(selfRank), peerRank_(peerRank), starts_(fifo.slotCount, 0) {
+  misuse_ = requireFresh(*fifo_.control, "send", selfRank, peerRank);
+}
+
+std::byte* ShmSendConnection::next() {
+  acquired_ = true;
+  at_ = ring_.placeAfter(end_);
+  return fifo_.slots + at_;
 }
 
 Status ShmSendConnection::acquire(std::byte** slot, const WaitContext& wait) {
@@ -22,13 +48,12 @@ Status ShmSendConnection::acquire(std::byte** slot, const WaitContext& wait) {
       return hasRoom();
     };
     auto what = [&] {
-      return strprintf("a free slot to send to rank %d over shm (rank %d holds %u unreleased chunks from rank %d)",
-                       peerRank_, peerRank_, fifo_.slotCount, selfRank_);
+      return strprintf("room to send to rank %d over shm (rank %d holds %llu unreleased chunks from rank %d)",
+                       peerRank_, peerRank_, static_cast<unsigned long long>(head_ - tailSeen_), selfRank_);
     };
     LOOM_TRY(waitUntil(ready, &control->released, wait, what));
   }
-  acquired_ = true;
-  *slot = fifo_.slots + slotIndex_ * fifo_.slotStride;
+  *slot = next();
   return Status::ok();
 }
 
@@ -38,8 +63,7 @@ bool ShmSendConnection::tryAcquire(std::byte** slot) {
     tailSeen_ = fifo_.control->tail.load(std::memory_order_acquire);
     if (!hasRoom()) return false;
   }
-  acquired_ = true;
-  *slot = fifo_.slots + slotIndex_ * fifo_.slotStride;
+  *slot = next();
   return true;
 }
 
@@ -56,17 +80,17 @@ void ShmSendConnection::commit(size_t bytes) {
   acquired_ = false;
   FifoControl* control = fifo_.control;
   control->bytes[slotIndex_] = bytes;
-  // Release: the slot's payload and byte count are visible before the new head.
+  starts_[slotIndex_] = at_;
+  end_ = ring_.endOf(at_, bytes);
+  // Release: the chunk's payload and byte count are visible before the new head.
   control->head.store(++head_, std::memory_order_release);
   control->committed.notify();
   if (++slotIndex_ == fifo_.slotCount) slotIndex_ = 0;
 }
 
 ShmRecvConnection::ShmRecvConnection(const FifoView& fifo, int selfRank, int peerRank)
-    : fifo_(fifo), selfRank_(selfRank), peerRank_(peerRank) {
-  tail_ = fifo_.control->tail.load(std::memory_order_relaxed);
-  headSeen_ = fifo_.control->head.load(std::memory_order_acquire);
-  slotIndex_ = static_cast<uint32_t>(tail_ % fifo_.slotCount);
+    : fifo_(fifo), ring_(ringOf(fifo)), selfRank_(selfRank), peerRank_(peerRank) {
+  misuse_ = requireFresh(*fifo_.control, "receive", selfRank, peerRank);
 }
 
 Status ShmRecvConnection::acquire(const std::byte** data, size_t* bytes, const WaitContext& wait) {
@@ -90,7 +114,8 @@ Status ShmRecvConnection::acquire(const std::byte** data, size_t* bytes, const W
                      peerRank_, selfRank_, static_cast<unsigned long long>(n),
                      static_cast<unsigned long long>(fifo_.chunkBytes));
   acquired_ = true;
-  *data = fifo_.slots + slotIndex_ * fifo_.slotStride;
+  acquiredBytes_ = n;
+  *data = fifo_.slots + ring_.placeAfter(end_);
   *bytes = static_cast<size_t>(n);
   return Status::ok();
 }
@@ -102,10 +127,12 @@ bool ShmRecvConnection::tryAcquire(const std::byte** data, size_t* bytes) {
     if (headSeen_ == tail_) return false;
   }
   // A malformed byte count is left for acquire() to report.
-  if (fifo_.control->bytes[slotIndex_] > fifo_.chunkBytes) return false;
+  const uint64_t n = fifo_.control->bytes[slotIndex_];
+  if (n > fifo_.chunkBytes) return false;
   acquired_ = true;
-  *data = fifo_.slots + slotIndex_ * fifo_.slotStride;
-  *bytes = static_cast<size_t>(fifo_.control->bytes[slotIndex_]);
+  acquiredBytes_ = n;
+  *data = fifo_.slots + ring_.placeAfter(end_);
+  *bytes = static_cast<size_t>(n);
   return true;
 }
 
@@ -120,6 +147,7 @@ void ShmRecvConnection::release() {
   // Release: our reads of the slot complete before the sender may overwrite it.
   control->tail.store(++tail_, std::memory_order_release);
   control->released.notify();
+  end_ = ring_.endOf(ring_.placeAfter(end_), acquiredBytes_);
   if (++slotIndex_ == fifo_.slotCount) slotIndex_ = 0;
 }
 

@@ -2,9 +2,11 @@
 // stand-ins sendTo()/recvFrom() hand out for ranks without a connection.
 //
 // Protocol (single producer, single consumer, no locks):
-//   sender   acquire: wait until head - tail < slots; write slot[head % slots]
-//            commit:  bytes[slot] = n; head.store(head + 1, release); committed.notify()
-//   receiver acquire: wait until tail < head (acquire load); read slot[tail % slots]
+//   sender   acquire: wait until head - tail < slots and the next place is
+//                     free; write the chunk there (chunk_ring.h)
+//            commit:  bytes[head % slots] = n; head.store(head + 1, release); committed.notify()
+//   receiver acquire: wait until tail < head (acquire load); read the chunk
+//                     at the place the sizes before it give
 //            release: tail.store(tail + 1, release); released.notify()
 // Each side keeps a private copy of its own counter and of the last value it
 // saw of the other's, so a side with room (or data) already known touches no
@@ -18,7 +20,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
+#include "transports/shm/chunk_ring.h"
 #include "transports/shm/shm_layout.h"
 #include "transports/transport.h"
 
@@ -45,14 +49,22 @@ class ShmSendConnection final : public SendConnection {
   void commit(size_t bytes) override;
 
  private:
-  bool hasRoom() const { return head_ - tailSeen_ < fifo_.slotCount; }
+  bool hasRoom() const {
+    if (head_ == tailSeen_) return true;
+    return head_ - tailSeen_ < fifo_.slotCount && ring_.roomAfter(starts_[tailSeen_ % fifo_.slotCount], end_);
+  }
+  std::byte* next();
 
   FifoView fifo_;
+  ChunkRing ring_;
   int selfRank_;
   int peerRank_;
   uint64_t head_ = 0;      // chunks committed (our copy of control->head)
   uint64_t tailSeen_ = 0;  // last control->tail observed
   uint32_t slotIndex_ = 0; // head_ % slotCount, kept incrementally
+  uint64_t end_ = 0;       // where the last committed chunk ends
+  uint64_t at_ = 0;        // where the acquired chunk starts
+  std::vector<uint64_t> starts_;  // start of chunk k at k % slotCount, until released
   bool acquired_ = false;
   Status misuse_;
 };
@@ -70,11 +82,14 @@ class ShmRecvConnection final : public RecvConnection {
 
  private:
   FifoView fifo_;
+  ChunkRing ring_;
   int selfRank_;
   int peerRank_;
   uint64_t tail_ = 0;      // chunks released (our copy of control->tail)
   uint64_t headSeen_ = 0;  // last control->head observed
   uint32_t slotIndex_ = 0; // tail_ % slotCount
+  uint64_t end_ = 0;       // where the last released chunk ends
+  uint64_t acquiredBytes_ = 0;
   bool acquired_ = false;
   Status misuse_;
 };

@@ -4,7 +4,8 @@
 //
 //   offset 0            SegmentHeader + FifoEntry[fifoCount]   (headerBytes, page multiple)
 //   entry.offset        FifoControl (one page): head line, tail line, byte counts
-//   entry.offset + 4K   slot 0 | slot 1 | ... | slot (slots-1)  (slotStride apart)
+//   entry.offset + 4K   slot memory: slots x slotStride bytes, where chunks
+//                       are packed one after another (chunk_ring.h)
 //   entry.offset + llOffset          LLFifoControl (one page): signal line, tail line
 //   entry.offset + llOffset + 4K     LL slot 0 | ... | LL slot (llSlots-1)  (llSlotStride apart)
 //   bulletinOffset      BulletinControl (one page): the owner's signal line
@@ -39,7 +40,7 @@
 namespace loom::transport::shm {
 
 constexpr uint64_t kSegmentMagic = 0x4d48534d4f4f4cull;  // "LOOMSHM"
-constexpr uint32_t kLayoutVersion = 4;  // 2: LL FIFOs after each Simple FIFO; 3: the bulletin; 4: the window
+constexpr uint32_t kLayoutVersion = 5;  // 2: LL FIFOs after each Simple FIFO; 3: the bulletin; 4: the window; 5: packed chunks
 constexpr size_t kPageBytes = 4096;
 constexpr size_t kCacheLineBytes = 64;
 // The control page holds the two cache lines below plus one byte count per slot.
@@ -126,8 +127,9 @@ struct FifoControl {
   // Receiver-written line.
   alignas(kCacheLineBytes) std::atomic<uint64_t> tail{0};
   WaitSignal released;  // notified after tail advances; the sender sleeps on it
-  // Byte count of each slot, written by the sender before it publishes head
-  // (ordered by head's release store), read by the receiver after it sees head.
+  // Byte count of chunk k at k % slots, written by the sender before it
+  // publishes head (ordered by head's release store), read by the receiver
+  // after it sees head; both place the chunk from these counts (chunk_ring.h).
   alignas(kCacheLineBytes) uint64_t bytes[kMaxSlots];
 };
 
