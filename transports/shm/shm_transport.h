@@ -4,9 +4,10 @@
 // Each rank owns one segment, /loom-<jobTag>-<rank>, holding two FIFOs per
 // inbound peer, one per protocol (supports() is true for both):
 //  - Simple: a control page (head and tail counters on separate cache lines,
-//    per-slot byte counts, two WaitSignals) and Config::fifoSlots slots of
-//    Config::chunkBytes each (page aligned). A sender writes into the FIFO for
-//    it in the receiver's segment; the receiver reads chunks in place.
+//    per-chunk byte counts, two WaitSignals) and Config::fifoSlots slots of
+//    Config::chunkBytes each (page aligned), over which chunks are packed
+//    (chunk_ring.h). A sender writes into the FIFO for it in the receiver's
+//    segment; the receiver reads chunks in place.
 //  - LL: a control page (tail counter, two WaitSignals) and kLLSlots slots of
 //    kLLChunkBytes payload stored as flagged 8-byte lines (shm_ll_connection.h);
 //    both ends stage chunks in private buffers.
